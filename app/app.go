@@ -1,0 +1,127 @@
+// Package app wires Perpetuity together and holds its command line. Run is
+// the whole program, testable without a process: main only calls it.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// UsageError marks a command-line mistake (exit status 2).
+type UsageError struct{ msg string }
+
+func (e UsageError) Error() string { return e.msg }
+
+// ExitCode maps an error from Run to a process exit status.
+func ExitCode(err error) int {
+	var ue UsageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// env is how commands read the environment, so tests can pass their own.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, e env, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"serve":   {"run the proxy and console (applies migrations first)", runServe},
+		"dev":     {"find or start PostgreSQL, create a demo tenant once, and serve (make run)", runDev},
+		"migrate": {"apply (up) or revert (down [N]) schema migrations", runMigrate},
+		"tenant":  {"manage tenants: tenant create NAME", runTenant},
+		"devdb":   {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},
+	}
+}
+
+// Run executes the perpetuity command line.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return run(ctx, env{getenv: os.Getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
+}
+
+func run(ctx context.Context, e env, args []string) error {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stdout, cmds)
+		if len(args) == 0 {
+			return UsageError{"no command given"}
+		}
+		return nil
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		usage(e.stderr, cmds)
+		return UsageError{fmt.Sprintf("unknown command %q", args[0])}
+	}
+	return c.run(ctx, e, args[1:])
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "Usage: perpetuity COMMAND [flags]\n\nCommands:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nConfiguration comes from environment variables:")
+	for _, v := range envVars {
+		fmt.Fprintf(w, "  %-32s %s (default %q)\n", v.name, v.doc, v.def)
+	}
+	fmt.Fprintln(w, "\nRun 'perpetuity COMMAND -h' for a command's flags.")
+}
+
+// newFlags makes a flag set whose errors come back as UsageError.
+func newFlags(e env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: perpetuity %s\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return UsageError{err.Error()}
+	}
+	return nil
+}
+
+func databaseURL(ctx context.Context, e env) (string, error) {
+	if u := e.getenv("DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	return devDatabase(ctx, e.getenv, ".data", e.stderr)
+}
+
+func runDevDB(ctx context.Context, e env, args []string) error {
+	u, err := devDatabase(ctx, e.getenv, ".data", e.stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, strings.TrimSpace(u))
+	return nil
+}

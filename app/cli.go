@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/migrations"
+)
+
+func runMigrate(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "migrate", "migrate up | down [N]")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	u, err := databaseURL(ctx, e)
+	if err != nil {
+		return err
+	}
+	switch fs.Arg(0) {
+	case "up":
+		if err := migrations.Up(u); err != nil {
+			return err
+		}
+	case "down":
+		steps := 1
+		if s := fs.Arg(1); s == "all" {
+			steps = 0
+		} else if s != "" {
+			if steps, err = strconv.Atoi(s); err != nil || steps < 1 {
+				return UsageError{"migrate down: N must be a positive number or 'all'"}
+			}
+		}
+		if err := migrations.Down(u, steps); err != nil {
+			return err
+		}
+	default:
+		fs.Usage()
+		return UsageError{"migrate: say up or down"}
+	}
+	v, dirty, err := migrations.Version(u)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "schema at version %d (dirty=%v)\n", v, dirty)
+	return nil
+}
+
+func runTenant(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 || args[0] != "create" {
+		return UsageError{"usage: perpetuity tenant create [--user NAME] NAME"}
+	}
+	fs := newFlags(e, "tenant create", "tenant create [--user NAME] NAME")
+	user := fs.String("user", "default", "name of the first memory user")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
+		return UsageError{"usage: perpetuity tenant create [--user NAME] NAME"}
+	}
+	cfg, db, err := openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	nt, err := db.CreateTenant(ctx, fs.Arg(0), *user)
+	if err != nil {
+		return err
+	}
+	printTenant(e, cfg, nt, *asJSON)
+	return nil
+}
+
+func printTenant(e env, cfg Config, nt store.NewTenant, asJSON bool) {
+	openai := cfg.PublicURL + "/k/" + nt.Key + "/v1"
+	anthropic := cfg.PublicURL + "/k/" + nt.Key
+	if asJSON {
+		_ = json.NewEncoder(e.stdout).Encode(map[string]any{
+			"tenant_id": nt.TenantID, "user": nt.UserName, "key": nt.Key,
+			"openai_base_url": openai, "anthropic_base_url": anthropic,
+		})
+		return
+	}
+	fmt.Fprintf(e.stdout, "tenant %d created with memory user %q\n", nt.TenantID, nt.UserName)
+	fmt.Fprintf(e.stdout, "API key (shown once, store it now): %s\n", nt.Key)
+	fmt.Fprintf(e.stdout, "OpenAI-style base URL:    %s\n", openai)
+	fmt.Fprintf(e.stdout, "Anthropic-style base URL: %s\n", anthropic)
+}
+
+// openStore loads the configuration, finds the database, migrates it and
+// opens a pool, for commands that work on the store directly.
+func openStore(ctx context.Context, e env) (Config, *store.DB, error) {
+	cfg, err := LoadConfig(e.getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if cfg.DatabaseURL == "" {
+		if cfg.DatabaseURL, err = databaseURL(ctx, e); err != nil {
+			return cfg, nil, err
+		}
+	}
+	if err := migrations.Up(cfg.DatabaseURL); err != nil {
+		return cfg, nil, err
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	return cfg, db, err
+}
+
+// runDev is `make run`: it finds or starts PostgreSQL, creates a demo tenant
+// on first start (its key is kept in .data/demo.json so later starts can
+// print it again; that file is a development convenience only) and serves.
+func runDev(ctx context.Context, e env, args []string) error {
+	u, err := databaseURL(ctx, e)
+	if err != nil {
+		return err
+	}
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return u
+		}
+		return e.getenv(k)
+	}
+	e.getenv = getenv
+	cfg, db, err := openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	nt, err := demoTenant(ctx, db, filepath.Join(".data", "demo.json"))
+	db.Close()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "Perpetuity is starting. Demo tenant:")
+	printTenant(e, cfg, nt, false)
+	fmt.Fprintf(e.stdout, "Console: %s/\n", cfg.PublicURL)
+	return serve(ctx, e, cfg, nil)
+}
+
+func demoTenant(ctx context.Context, db *store.DB, path string) (store.NewTenant, error) {
+	var nt store.NewTenant
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &nt) == nil && nt.Key != "" {
+		if _, err := db.ResolveKey(ctx, nt.Key); err == nil {
+			return nt, nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nt, err
+		}
+	}
+	nt, err := db.CreateTenant(ctx, "demo", "demo")
+	if err != nil {
+		return nt, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nt, err
+	}
+	b, _ := json.Marshal(nt)
+	return nt, os.WriteFile(path, b, 0o600)
+}

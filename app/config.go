@@ -1,0 +1,106 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything the service reads from its environment. Each field
+// names its variable; the README lists them with their defaults.
+type Config struct {
+	DatabaseURL      string        // DATABASE_URL
+	Addr             string        // PERPETUITY_ADDR
+	PublicURL        string        // PERPETUITY_PUBLIC_URL
+	OpenAIBaseURL    string        // PERPETUITY_OPENAI_BASE_URL
+	AnthropicBaseURL string        // PERPETUITY_ANTHROPIC_BASE_URL
+	LogLevel         string        // PERPETUITY_LOG_LEVEL
+	MaxBodyBytes     int64         // PERPETUITY_MAX_BODY_BYTES
+	CaptureTimeout   time.Duration // PERPETUITY_CAPTURE_TIMEOUT
+	FrameCeiling     int           // PERPETUITY_FRAME_CEILING
+}
+
+type envVar struct {
+	name, def, doc string
+}
+
+// envVars is the single list of variables, their defaults and meaning; the
+// README table is written from it by hand and checked by a test.
+var envVars = []envVar{
+	{"DATABASE_URL", "", "PostgreSQL URL. `make run`/`make test` find or start a server when unset."},
+	{"PERPETUITY_ADDR", ":8080", "Listen address for proxy and console (one port)."},
+	{"PERPETUITY_PUBLIC_URL", "http://localhost:8080", "Base URL users reach the service at; proxy URLs are built from it."},
+	{"PERPETUITY_OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI upstream, including /v1 as the OpenAI SDKs expect."},
+	{"PERPETUITY_ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic upstream, without /v1 as the Anthropic SDKs expect."},
+	{"PERPETUITY_LOG_LEVEL", "info", "debug, info, warn or error."},
+	{"PERPETUITY_MAX_BODY_BYTES", "33554432", "Largest accepted request body in bytes."},
+	{"PERPETUITY_CAPTURE_TIMEOUT", "10s", "How long a capture may take, independent of the client connection."},
+	{"PERPETUITY_FRAME_CEILING", "8000", "Most tokens a memory frame may take."},
+}
+
+// LoadConfig reads the configuration through getenv and validates it; an
+// error names the variable at fault.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	get := func(name string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		for _, e := range envVars {
+			if e.name == name {
+				return e.def
+			}
+		}
+		return ""
+	}
+	c := Config{
+		DatabaseURL:      get("DATABASE_URL"),
+		Addr:             get("PERPETUITY_ADDR"),
+		PublicURL:        strings.TrimRight(get("PERPETUITY_PUBLIC_URL"), "/"),
+		OpenAIBaseURL:    strings.TrimRight(get("PERPETUITY_OPENAI_BASE_URL"), "/"),
+		AnthropicBaseURL: strings.TrimRight(get("PERPETUITY_ANTHROPIC_BASE_URL"), "/"),
+		LogLevel:         strings.ToLower(get("PERPETUITY_LOG_LEVEL")),
+	}
+	if c.DatabaseURL != "" {
+		u, err := url.Parse(c.DatabaseURL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return c, fmt.Errorf("DATABASE_URL: want a postgres:// URL")
+		}
+	}
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
+		return c, fmt.Errorf("PERPETUITY_ADDR: %q is not host:port (e.g. :8080)", c.Addr)
+	}
+	for _, u := range []struct{ name, val string }{
+		{"PERPETUITY_PUBLIC_URL", c.PublicURL},
+		{"PERPETUITY_OPENAI_BASE_URL", c.OpenAIBaseURL},
+		{"PERPETUITY_ANTHROPIC_BASE_URL", c.AnthropicBaseURL},
+	} {
+		p, err := url.Parse(u.val)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return c, fmt.Errorf("%s: %q is not an http(s) URL", u.name, u.val)
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return c, fmt.Errorf("PERPETUITY_LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	n, err := strconv.ParseInt(get("PERPETUITY_MAX_BODY_BYTES"), 10, 64)
+	if err != nil || n < 1024 {
+		return c, fmt.Errorf("PERPETUITY_MAX_BODY_BYTES: want a whole number of bytes >= 1024")
+	}
+	c.MaxBodyBytes = n
+	d, err := time.ParseDuration(get("PERPETUITY_CAPTURE_TIMEOUT"))
+	if err != nil || d <= 0 {
+		return c, fmt.Errorf("PERPETUITY_CAPTURE_TIMEOUT: want a positive duration such as 10s")
+	}
+	c.CaptureTimeout = d
+	fc, err := strconv.Atoi(get("PERPETUITY_FRAME_CEILING"))
+	if err != nil || fc < 256 {
+		return c, fmt.Errorf("PERPETUITY_FRAME_CEILING: want a whole number of tokens >= 256")
+	}
+	c.FrameCeiling = fc
+	return c, nil
+}

@@ -1,0 +1,139 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/migrations"
+	"github.com/perpetuity/perpetuity/proxy"
+)
+
+func runServe(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "serve", "serve")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := LoadConfig(e.getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.DatabaseURL == "" {
+		return errors.New("DATABASE_URL: required (`make run` finds or starts a PostgreSQL for you)")
+	}
+	return serve(ctx, e, cfg, nil)
+}
+
+func newLogger(e env, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// serve applies migrations, wires every part and serves until ctx ends.
+// ready, when set, is told the bound address (tests listen on port 0).
+func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) error {
+	log := newLogger(e, cfg.LogLevel)
+	if err := migrations.Up(cfg.DatabaseURL); err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	an, dict, err := newAnalysis()
+	if err != nil {
+		return err
+	}
+	eng := memory.New(db, an, dict, memory.Options{Ceiling: cfg.FrameCeiling})
+	px := proxy.New(proxy.Config{
+		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
+		MaxBodyBytes: cfg.MaxBodyBytes, CaptureTimeout: cfg.CaptureTimeout, FrameCeiling: cfg.FrameCeiling,
+	}, db, eng, log)
+
+	ec := echo.New()
+	ec.HideBanner, ec.HidePort = true, true
+	ec.HTTPErrorHandler = errorHandler(ec, log)
+	ec.Use(middleware.Recover())
+	px.Register(ec)
+	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+
+	srv := &http.Server{
+		Handler: ec,
+		// No WriteTimeout: proxy streams run as long as the provider talks.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("PERPETUITY_ADDR: listen on %s: %w", cfg.Addr, err)
+	}
+	log.Info("perpetuity serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// errorHandler is the service's one place that maps errors to HTTP: proxy
+// routes answer in their caller's dialect (as an SSE error event once a
+// stream has started), everything else through Echo's default.
+func errorHandler(ec *echo.Echo, log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if proxy.DialectOf(c) != 0 {
+			var ae *proxy.APIError
+			if !errors.As(err, &ae) {
+				var he *echo.HTTPError
+				if errors.As(err, &he) {
+					err = &proxy.APIError{Status: he.Code, Kind: kindFor(he.Code), Message: fmt.Sprint(he.Message)}
+				} else {
+					log.Error("proxy request failed", "request_id", c.Get("perpetuity.request_id"), "err", err)
+				}
+			}
+			proxy.WriteError(c, err)
+			return
+		}
+		ec.DefaultHTTPErrorHandler(err, c)
+	}
+}
+
+func kindFor(status int) proxy.ErrorKind {
+	switch status {
+	case http.StatusUnauthorized:
+		return proxy.Authentication
+	case http.StatusForbidden:
+		return proxy.Permission
+	case http.StatusNotFound:
+		return proxy.NotFound
+	case http.StatusRequestEntityTooLarge:
+		return proxy.RequestTooLarge
+	case http.StatusTooManyRequests:
+		return proxy.RateLimited
+	}
+	if status >= 500 {
+		return proxy.Internal
+	}
+	return proxy.InvalidRequest
+}

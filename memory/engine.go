@@ -1,0 +1,181 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// Analyzer is the text side the engine needs: model tokens, the stored
+// token sequence, and chunking of long messages.
+type Analyzer interface {
+	Count(s string) int
+	Normalize(s string) []string
+	Chunk(s string, maxTokens int) []string
+}
+
+// Dictionary derives retrieval rows from stored tokens.
+type Dictionary interface {
+	Version() int
+	Terms(tokens []string) (ids []uint32, freqs []uint16, length int)
+}
+
+// Store is the persistence the engine needs.
+type Store interface {
+	Capture(ctx context.Context, c store.Capture) (store.Captured, error)
+	ConversationTurns(ctx context.Context, tenantID, conversationID int64) ([]store.Turn, error)
+}
+
+// Options tune the engine.
+type Options struct {
+	// ChunkTokens is the largest item, in model tokens; longer messages are split.
+	ChunkTokens int
+	// BaseTau is the decay constant, in clock tokens, of an item of average novelty.
+	BaseTau float64
+	// Ceiling is the default frame cap in model tokens.
+	Ceiling int
+}
+
+// Engine is the memory engine of one serving process.
+type Engine struct {
+	store Store
+	an    Analyzer
+	dict  Dictionary
+	opt   Options
+}
+
+// New builds an engine.
+func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
+	if opt.ChunkTokens <= 0 {
+		opt.ChunkTokens = 512
+	}
+	if opt.BaseTau <= 0 {
+		opt.BaseTau = 50_000
+	}
+	if opt.Ceiling <= 0 {
+		opt.Ceiling = 8000
+	}
+	return &Engine{store: st, an: an, dict: dict, opt: opt}
+}
+
+// Fingerprint identifies a message within its conversation: the same role,
+// position and text is the same message, so a retried request stores nothing new.
+func Fingerprint(role string, position int, text string) []byte {
+	h := sha256.New()
+	h.Write([]byte(role))
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(position))
+	h.Write(b[:])
+	h.Write([]byte(text))
+	return h.Sum(nil)
+}
+
+// Capture stores one message whole, or nothing.
+func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error) {
+	if m.Role != "user" && m.Role != "assistant" {
+		return store.Captured{}, fmt.Errorf("capture: role %q", m.Role)
+	}
+	if strings.TrimSpace(m.Text) == "" {
+		return store.Captured{}, fmt.Errorf("capture: empty message")
+	}
+	if m.At.IsZero() {
+		m.At = time.Now()
+	}
+	chunks := e.an.Chunk(m.Text, e.opt.ChunkTokens)
+	c := store.Capture{
+		TenantID: m.TenantID, UserID: m.UserID, ConversationID: m.ConversationID,
+		Role: m.Role, Speaker: m.Speaker, Position: m.Position,
+		Fingerprint: Fingerprint(m.Role, m.Position, m.Text),
+		Interrupted: m.Interrupted, CreatedAt: m.At,
+	}
+	for _, ch := range chunks {
+		toks := e.an.Normalize(ch)
+		n := e.an.Count(ch)
+		ids, freqs, length := e.dict.Terms(toks)
+		c.ClockAdvance += n
+		c.Items = append(c.Items, store.CaptureItem{
+			Body: ch, Tokens: toks, TokenCount: n,
+			Tau: e.opt.BaseTau, Novelty: 0,
+			Rows: []store.RetrievalRow{{DictVersion: e.dict.Version(), TermIDs: toInt32(ids), Freqs: toInt16(freqs), Length: length}},
+		})
+	}
+	return e.store.Capture(ctx, c)
+}
+
+func toInt32(v []uint32) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
+}
+
+func toInt16(v []uint16) []int16 {
+	out := make([]int16, len(v))
+	for i, x := range v {
+		if x > 32767 {
+			x = 32767
+		}
+		out[i] = int16(x)
+	}
+	return out
+}
+
+// Frame v0: the current conversation read back from the store, verbatim,
+// in alternating roles, closed by the live question.
+func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
+	turns, err := e.store.ConversationTurns(ctx, q.TenantID, q.ConversationID)
+	if err != nil {
+		return Frame{}, err
+	}
+	var f Frame
+	var msgs []Turn
+	var prevMsg int64 = -1
+	for _, t := range turns {
+		if t.MessageID == prevMsg && len(msgs) > 0 {
+			msgs[len(msgs)-1].Text += t.Body // chunks of one message join back verbatim
+			continue
+		}
+		prevMsg = t.MessageID
+		msgs = append(msgs, Turn{Role: t.Role, Text: t.Body})
+		f.Items++
+	}
+	if !q.LiveStored && q.Live != "" {
+		msgs = append(msgs, Turn{Role: "user", Text: q.Live})
+	}
+	f.Turns = Alternate(msgs)
+	for _, t := range f.Turns {
+		f.Tokens += e.an.Count(t.Text)
+	}
+	return f, nil
+}
+
+// padFirst stands in front of a frame that would otherwise start with the
+// assistant, which Anthropic refuses.
+const padFirst = "(continued from earlier)"
+
+// Alternate merges consecutive turns of one role and pads the start, so the
+// result alternates user/assistant starting with the user, as both
+// providers require.
+func Alternate(in []Turn) []Turn {
+	out := make([]Turn, 0, len(in)+1)
+	for _, t := range in {
+		if t.Text == "" {
+			continue
+		}
+		if len(out) == 0 && t.Role != "user" {
+			out = append(out, Turn{Role: "user", Text: padFirst})
+		}
+		if len(out) > 0 && out[len(out)-1].Role == t.Role {
+			out[len(out)-1].Text += "\n\n" + t.Text
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}

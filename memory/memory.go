@@ -1,0 +1,57 @@
+// Package memory is the memory engine: it turns captured messages into
+// stored items (through store) and decides what the model sees each turn
+// (the frame). The proxy talks to it through the types in this file.
+package memory
+
+import (
+	"time"
+)
+
+// Who is the asking party of one request.
+type Who struct {
+	TenantID       int64
+	UserID         int64
+	UserName       string
+	ConversationID int64
+}
+
+// Message is one message to capture.
+type Message struct {
+	Who
+	Role        string // "user" or "assistant"
+	Speaker     string // empty: resolved at render time (the user's display name, or the assistant)
+	Text        string
+	Position    int // index in the harness's history; with Text it identifies a retry
+	Interrupted bool
+	At          time.Time
+}
+
+// FrameQuery asks for the frame of one turn.
+type FrameQuery struct {
+	Who
+	// Live is the live question's text.
+	Live string
+	// LiveStored says the live question was captured and is therefore the
+	// last stored turn of the conversation; otherwise (probe mode, capture
+	// off) it is appended after the frame.
+	LiveStored bool
+	// Ceiling caps the frame's tokens; 0 means the engine's default.
+	Ceiling int
+	// Probe answers without remembering: no reheat, nothing written.
+	Probe bool
+	Now   time.Time
+}
+
+// Turn is one rendered message of the frame.
+type Turn struct {
+	Role string // "user" or "assistant"
+	Text string
+}
+
+// Frame is what the model sees in place of the harness's history.
+type Frame struct {
+	Turns   []Turn
+	Items   int  // stored items rendered
+	Tokens  int  // model tokens of the rendered text
+	Trimmed bool // the cap removed something
+}

@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RetrievalRow is an item's representation under one dictionary version.
+type RetrievalRow struct {
+	DictVersion int
+	TermIDs     []int32 // distinct, ascending
+	Freqs       []int16
+	Length      int
+}
+
+// CaptureItem is one chunk of a captured message.
+type CaptureItem struct {
+	Body       string
+	Tokens     []string
+	TokenCount int
+	Tau        float64
+	Novelty    float32
+	Rows       []RetrievalRow
+}
+
+// Capture is one message to store whole or not at all.
+type Capture struct {
+	TenantID       int64
+	UserID         int64
+	ConversationID int64
+	Role           string
+	Speaker        string
+	Position       int
+	Fingerprint    []byte
+	Interrupted    bool
+	CreatedAt      time.Time
+	// ClockAdvance is how many model tokens this message moves the user's clock.
+	ClockAdvance int
+	Items        []CaptureItem
+}
+
+// Captured reports what a capture stored.
+type Captured struct {
+	MessageID int64
+	Duplicate bool // the same message was stored before; nothing was written
+	Seq       int64
+	Clock     int64 // the user's clock after the advance (the items' birth clock)
+	ItemIDs   []int64
+}
+
+const (
+	insertMessageSQL = `INSERT INTO messages
+		(tenant_id, user_id, conversation_id, role, speaker, position, fingerprint, interrupted, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (tenant_id, conversation_id, fingerprint) DO NOTHING
+		RETURNING id`
+	advanceClockSQL = `UPDATE memory_users SET clock = clock + $3, last_seen_at = now()
+		WHERE tenant_id = $1 AND id = $2 RETURNING clock`
+	// Taking the head row lock orders this transaction's commit against every
+	// other capture, purge and flip of the tenant: the watermark is gap-free.
+	bumpHeadSQL    = `UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1 RETURNING seq`
+	insertItemsSQL = `INSERT INTO items
+		(tenant_id, message_id, user_id, conversation_id, role, speaker, part, body, tokens, token_count,
+		 born_clock, born_at, tau, novelty, seq)
+		SELECT $1, $2, $3, $4, $5, $6, p.part, p.body, ARRAY(SELECT jsonb_array_elements_text(p.tokens)), p.token_count,
+		       $7, $8, p.tau, p.novelty, $9
+		FROM unnest($10::int[], $11::text[], $12::jsonb[], $13::int[], $14::float8[], $15::real[])
+		     AS p(part, body, tokens, token_count, tau, novelty)
+		ORDER BY p.part
+		RETURNING id`
+	insertRetrievalRowSQL = `INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length)
+		VALUES ($1, $2, $3, $4, $5, $6)`
+	bumpTermStatsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
+		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n) ORDER BY t.term_id
+		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
+	bumpCorpusSQL = `INSERT INTO corpus_stats (tenant_id, dict_version, items, total_length) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (tenant_id, dict_version) DO UPDATE
+		SET items = corpus_stats.items + EXCLUDED.items, total_length = corpus_stats.total_length + EXCLUDED.total_length`
+	bornHotSQL = `INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak)
+		SELECT $1, $2, unnest($3::bigint[]), $4, $5`
+)
+
+// BornPeak is the activation every item is born with.
+const BornPeak = 1.0
+
+// Capture stores a message in one transaction: its row, its items, their
+// retrieval rows, the frequency counts, the born-hot activation and the clock
+// advance. A message whose fingerprint the conversation already holds is a
+// retry: nothing is written and Duplicate is set.
+func (db *DB) Capture(ctx context.Context, c Capture) (Captured, error) {
+	var out Captured
+	if len(c.Items) == 0 {
+		return out, fmt.Errorf("capture: message has no items")
+	}
+	err := db.InTenant(ctx, c.TenantID, func(tx pgx.Tx) error {
+		out = Captured{}
+		err := tx.QueryRow(ctx, insertMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
+			c.Position, c.Fingerprint, c.Interrupted, c.CreatedAt).Scan(&out.MessageID)
+		if err == pgx.ErrNoRows {
+			out.Duplicate = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("insert message: %w", err)
+		}
+		if err := tx.QueryRow(ctx, advanceClockSQL, c.TenantID, c.UserID, c.ClockAdvance).Scan(&out.Clock); err != nil {
+			return fmt.Errorf("advance clock: %w", notFound(err))
+		}
+		if err := tx.QueryRow(ctx, bumpHeadSQL, c.TenantID).Scan(&out.Seq); err != nil {
+			return fmt.Errorf("bump tenant head: %w", notFound(err))
+		}
+		n := len(c.Items)
+		parts, tcs := make([]int32, n), make([]int32, n)
+		bodies, toks := make([]string, n), make([][]string, n)
+		taus, novs := make([]float64, n), make([]float32, n)
+		for i, it := range c.Items {
+			parts[i], bodies[i], toks[i], tcs[i], taus[i], novs[i] = int32(i), it.Body, it.Tokens, int32(it.TokenCount), it.Tau, it.Novelty
+		}
+		rows, err := tx.Query(ctx, insertItemsSQL, c.TenantID, out.MessageID, c.UserID, c.ConversationID, c.Role, c.Speaker,
+			out.Clock, c.CreatedAt, out.Seq, parts, bodies, toks, tcs, taus, novs)
+		if err != nil {
+			return fmt.Errorf("insert items: %w", err)
+		}
+		out.ItemIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("insert items: %w", err)
+		}
+		b := &pgx.Batch{}
+		stats := map[int]map[int32]int32{}
+		lengths := map[int]int64{}
+		for i, it := range c.Items {
+			for _, r := range it.Rows {
+				b.Queue(insertRetrievalRowSQL, c.TenantID, r.DictVersion, out.ItemIDs[i], r.TermIDs, r.Freqs, r.Length)
+				if stats[r.DictVersion] == nil {
+					stats[r.DictVersion] = map[int32]int32{}
+				}
+				for _, t := range r.TermIDs {
+					stats[r.DictVersion][t]++
+				}
+				lengths[r.DictVersion] += int64(r.Length)
+			}
+		}
+		for _, v := range sortedKeys(stats) {
+			terms, counts := sortedCounts(stats[v])
+			b.Queue(bumpTermStatsSQL, c.TenantID, v, terms, counts)
+			b.Queue(bumpCorpusSQL, c.TenantID, v, n, lengths[v])
+		}
+		b.Queue(bornHotSQL, c.TenantID, c.UserID, out.ItemIDs, out.Clock, BornPeak)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("store retrieval rows and activation: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Captured{}, fmt.Errorf("capture: %w", err)
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[int]map[int32]int32) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	return ks
+}
+
+// sortedCounts orders term upserts by id so concurrent writers lock term_stats
+// rows in one order.
+func sortedCounts(m map[int32]int32) (terms, counts []int32) {
+	terms = make([]int32, 0, len(m))
+	for t := range m {
+		terms = append(terms, t)
+	}
+	sort.Slice(terms, func(i, j int) bool { return terms[i] < terms[j] })
+	counts = make([]int32, len(terms))
+	for i, t := range terms {
+		counts[i] = m[t]
+	}
+	return terms, counts
+}
+
+// Turn is a stored item read back for rendering.
+type Turn struct {
+	ItemID         int64
+	MessageID      int64
+	UserID         int64
+	ConversationID int64
+	Role           string
+	Speaker        string
+	Part           int
+	Body           string
+	TokenCount     int
+	Interrupted    bool
+	BornAt         time.Time
+	BornClock      int64
+}
+
+const conversationTurnsSQL = `SELECT i.id, i.message_id, i.user_id, i.conversation_id, i.role, i.speaker, i.part, i.body,
+		i.token_count, m.interrupted, i.born_at, i.born_clock
+	FROM items i JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
+	WHERE i.tenant_id = $1 AND i.conversation_id = $2
+	ORDER BY i.message_id, i.part`
+
+// ConversationTurns reads every item of a conversation in capture order.
+func (db *DB) ConversationTurns(ctx context.Context, tenantID, conversationID int64) ([]Turn, error) {
+	var out []Turn
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, conversationTurnsSQL, tenantID, conversationID)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Turn])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("conversation turns: %w", err)
+	}
+	return out, nil
+}

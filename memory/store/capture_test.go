@@ -1,0 +1,155 @@
+package store_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
+)
+
+func openDB(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+func item(body string, terms ...int32) store.CaptureItem {
+	freqs := make([]int16, len(terms))
+	for i := range freqs {
+		freqs[i] = 1
+	}
+	return store.CaptureItem{Body: body, Tokens: []string{body}, TokenCount: 3, Tau: 1000, Novelty: 0.5,
+		Rows: []store.RetrievalRow{{DictVersion: 1, TermIDs: terms, Freqs: freqs, Length: len(terms)}}}
+}
+
+func TestCaptureWritesEverythingOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	nt, err := db.CreateTenant(ctx, "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
+		Position: 0, Fingerprint: []byte("fp1"), CreatedAt: time.Now(), ClockAdvance: 6,
+		Items: []store.CaptureItem{item("hello ", 1, 2), item("world", 2, 3)}}
+	got, err := db.Capture(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Duplicate || len(got.ItemIDs) != 2 || got.Clock != 6 || got.Seq != 1 {
+		t.Fatalf("capture result %+v", got)
+	}
+	again, err := db.Capture(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Duplicate {
+		t.Fatalf("retried capture was not recognised: %+v", again)
+	}
+	checks := []struct {
+		sql  string
+		want int64
+	}{
+		{`SELECT count(*) FROM messages`, 1},
+		{`SELECT count(*) FROM items`, 2},
+		{`SELECT count(*) FROM retrieval_rows`, 2},
+		{`SELECT count(*) FROM activations WHERE t_last = 6 AND peak = 1`, 2},
+		{`SELECT df FROM term_stats WHERE term_id = 2`, 2},
+		{`SELECT df FROM term_stats WHERE term_id = 1`, 1},
+		{`SELECT items FROM corpus_stats`, 2},
+		{`SELECT total_length FROM corpus_stats`, 4},
+		{`SELECT clock FROM memory_users WHERE id = ` + strconv.FormatInt(nt.UserID, 10), 6},
+		{`SELECT seq FROM tenant_heads`, 1},
+	}
+	for _, ch := range checks {
+		var n int64
+		if err := db.Pool.QueryRow(ctx, ch.sql).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", ch.sql, err)
+		}
+		if n != ch.want {
+			t.Errorf("%s = %d, want %d", ch.sql, n, ch.want)
+		}
+	}
+	turns, err := db.ConversationTurns(ctx, nt.TenantID, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 2 || turns[0].Body+turns[1].Body != "hello world" {
+		t.Fatalf("turns read back: %+v", turns)
+	}
+}
+
+// TestCaptureAllOrNothing: a capture that fails halfway leaves no trace.
+func TestCaptureAllOrNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	nt, err := db.CreateTenant(ctx, "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "")
+	bad := item("x", 5)
+	bad.Tau = -1 // violates the tau > 0 check after message, clock and head were written
+	_, err = db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
+		Fingerprint: []byte("fp"), CreatedAt: time.Now(), ClockAdvance: 9, Items: []store.CaptureItem{item("ok", 1), bad}})
+	if err == nil {
+		t.Fatal("capture with an invalid item succeeded")
+	}
+	for _, q := range []string{`SELECT count(*) FROM messages`, `SELECT count(*) FROM items`, `SELECT count(*) FROM term_stats`,
+		`SELECT clock FROM memory_users`, `SELECT seq FROM tenant_heads`} {
+		var n int64
+		if err := db.Pool.QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%s = %d after a failed capture", q, n)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	nt, err := db.CreateTenant(ctx, "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := db.ResolveKey(ctx, nt.Key)
+	if err != nil || k.TenantID != nt.TenantID || k.UserID != nt.UserID || k.UserName != "alice" {
+		t.Fatalf("resolve: %+v %v", k, err)
+	}
+	var stored []byte
+	if err := db.Pool.QueryRow(ctx, `SELECT key_hash FROM api_keys`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if string(stored) == nt.Key || len(stored) != 32 {
+		t.Fatal("key not stored as a hash")
+	}
+	if _, err := db.ResolveKey(ctx, nt.Key+"x"); err != store.ErrNotFound {
+		t.Fatalf("wrong key: %v", err)
+	}
+	if err := db.RevokeKey(ctx, nt.TenantID, nt.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ResolveKey(ctx, nt.Key); err != store.ErrNotFound {
+		t.Fatalf("revoked key still resolves: %v", err)
+	}
+	other, _ := db.CreateTenant(ctx, "other", "bob")
+	if err := db.RevokeKey(ctx, other.TenantID, nt.KeyID); err != store.ErrNotFound {
+		t.Fatalf("revoking another tenant's key: %v", err)
+	}
+}

@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// KeyPrefix starts every Perpetuity key, so leaked keys are recognisable.
+const KeyPrefix = "ppk_"
+
+// NewKey returns a fresh random key (192 bits) and its stored hash.
+func NewKey() (key string, hash []byte, err error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, fmt.Errorf("random key: %w", err)
+	}
+	key = KeyPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return key, HashKey(key), nil
+}
+
+// HashKey is how keys are stored: keys carry 192 random bits, so a plain
+// SHA-256 is enough and keeps the per-request lookup cheap.
+func HashKey(key string) []byte {
+	s := sha256.Sum256([]byte(key))
+	return s[:]
+}
+
+// ShortPrefix is the part of a key that may be shown after creation.
+func ShortPrefix(key string) string {
+	if len(key) < len(KeyPrefix)+6 {
+		return KeyPrefix
+	}
+	return key[:len(KeyPrefix)+6]
+}
+
+// Tenant is a team.
+type Tenant struct {
+	ID                int64
+	Name              string
+	UserFieldIdentity bool
+	CreatedAt         time.Time
+}
+
+// NewTenant is what creating a tenant hands back: the key is shown once.
+type NewTenant struct {
+	TenantID int64
+	UserID   int64
+	UserName string
+	KeyID    int64
+	Key      string
+}
+
+const (
+	insertTenantSQL = `INSERT INTO tenants (name) VALUES ($1) RETURNING id`
+	insertHeadSQL   = `INSERT INTO tenant_heads (tenant_id) VALUES ($1)`
+	insertUserSQL   = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $3) RETURNING id`
+	insertKeySQL    = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING id`
+)
+
+// CreateTenant creates a tenant, its first memory user and its first API key,
+// in one transaction.
+func (db *DB) CreateTenant(ctx context.Context, name, firstUser string) (NewTenant, error) {
+	var out NewTenant
+	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, insertTenantSQL, name).Scan(&out.TenantID); err != nil {
+			return fmt.Errorf("insert tenant: %w", err)
+		}
+		if _, err := tx.Exec(ctx, setTenantSQL, fmt.Sprint(out.TenantID)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, insertHeadSQL, out.TenantID); err != nil {
+			return fmt.Errorf("insert tenant head: %w", err)
+		}
+		if err := tx.QueryRow(ctx, insertUserSQL, out.TenantID, firstUser, firstUser).Scan(&out.UserID); err != nil {
+			return fmt.Errorf("insert first user: %w", err)
+		}
+		out.UserName = firstUser
+		key, hash, err := NewKey()
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, insertKeySQL, out.TenantID, out.UserID, "first key", ShortPrefix(key), hash).Scan(&out.KeyID); err != nil {
+			return fmt.Errorf("insert key: %w", err)
+		}
+		out.Key = key
+		return nil
+	})
+	return out, err
+}
+
+// CreateKey issues a new key bound to a memory user of the tenant.
+func (db *DB) CreateKey(ctx context.Context, tenantID, userID int64, name string) (keyID int64, key string, err error) {
+	key, hash, err := NewKey()
+	if err != nil {
+		return 0, "", err
+	}
+	err = db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, insertKeySQL, tenantID, userID, name, ShortPrefix(key), hash).Scan(&keyID)
+	})
+	if err != nil {
+		return 0, "", fmt.Errorf("create key: %w", err)
+	}
+	return keyID, key, nil
+}
+
+const revokeKeySQL = `UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL`
+
+// RevokeKey revokes a key of the tenant; ErrNotFound if there is no such live key.
+func (db *DB) RevokeKey(ctx context.Context, tenantID, keyID int64) error {
+	return db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, revokeKeySQL, tenantID, keyID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+}
+
+// KeyIdentity is what a Perpetuity key resolves to.
+type KeyIdentity struct {
+	TenantID          int64
+	KeyID             int64
+	UserID            int64
+	UserName          string
+	UserFieldIdentity bool
+}
+
+const resolveKeySQL = `SELECT tenant_id, key_id, user_id, user_name, user_field_identity FROM resolve_api_key($1)`
+
+// ResolveKey finds the live key with this value. It is the only lookup not
+// scoped by a tenant, because the key is what names the tenant.
+func (db *DB) ResolveKey(ctx context.Context, key string) (KeyIdentity, error) {
+	var k KeyIdentity
+	err := db.Pool.QueryRow(ctx, resolveKeySQL, HashKey(key)).Scan(&k.TenantID, &k.KeyID, &k.UserID, &k.UserName, &k.UserFieldIdentity)
+	return k, notFound(err)
+}
+
+const touchKeySQL = `UPDATE api_keys SET last_used_at = now()
+	WHERE tenant_id = $1 AND id = $2 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`
+
+// TouchKey records that a key was used, at most once a minute per key.
+func (db *DB) TouchKey(ctx context.Context, tenantID, keyID int64) error {
+	return db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, touchKeySQL, tenantID, keyID)
+		return err
+	})
+}
+
+const ensureUserSQL = `WITH ins AS (
+		INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $2)
+		ON CONFLICT (tenant_id, name) DO NOTHING RETURNING id)
+	SELECT id FROM ins UNION ALL SELECT id FROM memory_users WHERE tenant_id = $1 AND name = $2 LIMIT 1`
+
+// EnsureUser returns the id of the tenant's memory user with this name,
+// creating it on first sight.
+func (db *DB) EnsureUser(ctx context.Context, tenantID int64, name string) (int64, error) {
+	var id int64
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, ensureUserSQL, tenantID, name).Scan(&id)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ensure user: %w", err)
+	}
+	return id, nil
+}
+
+const ensureConversationSQL = `WITH ins AS (
+		INSERT INTO conversations (tenant_id, user_id, ext_key, title) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (tenant_id, user_id, ext_key) DO NOTHING RETURNING id)
+	SELECT id FROM ins UNION ALL
+	SELECT id FROM conversations WHERE tenant_id = $1 AND user_id = $2 AND ext_key = $3 LIMIT 1`
+
+// EnsureConversation returns the id of the user's conversation with this
+// key, creating it on first sight.
+func (db *DB) EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error) {
+	var id int64
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, ensureConversationSQL, tenantID, userID, extKey, title).Scan(&id)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ensure conversation: %w", err)
+	}
+	return id, nil
+}

@@ -1,0 +1,17 @@
+DROP TABLE IF EXISTS requests;
+DROP TABLE IF EXISTS reheats;
+DROP TABLE IF EXISTS tenant_log;
+DROP TABLE IF EXISTS activations;
+DROP TABLE IF EXISTS corpus_stats;
+DROP TABLE IF EXISTS term_stats;
+DROP TABLE IF EXISTS retrieval_rows;
+DROP TABLE IF EXISTS dictionary_entries;
+DROP TABLE IF EXISTS dictionaries;
+DROP TABLE IF EXISTS items;
+DROP TABLE IF EXISTS messages;
+DROP TABLE IF EXISTS conversations;
+DROP FUNCTION IF EXISTS resolve_api_key(bytea);
+DROP TABLE IF EXISTS api_keys;
+DROP TABLE IF EXISTS memory_users;
+DROP TABLE IF EXISTS tenant_heads;
+DROP TABLE IF EXISTS tenants;

@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// Directory resolves who is asking.
+type Directory interface {
+	ResolveKey(ctx context.Context, key string) (store.KeyIdentity, error)
+	EnsureUser(ctx context.Context, tenantID int64, name string) (int64, error)
+	EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error)
+}
+
+// Header names are a contract with harnesses; the README documents them.
+const (
+	HeaderKey          = "X-Perpetuity-Key"
+	HeaderUser         = "X-Perpetuity-User"
+	HeaderConversation = "X-Perpetuity-Conversation"
+	HeaderRecall       = "X-Perpetuity-Recall"
+	HeaderCapture      = "X-Perpetuity-Capture"
+	HeaderTools        = "X-Perpetuity-Tools"
+	HeaderMode         = "X-Perpetuity-Mode"
+	HeaderRequestID    = "X-Perpetuity-Request-Id"
+	HeaderFrameItems   = "X-Perpetuity-Frame-Items"
+	HeaderFrameTokens  = "X-Perpetuity-Frame-Tokens"
+	HeaderFrameTrimmed = "X-Perpetuity-Frame-Trimmed"
+	HeaderConvID       = "X-Perpetuity-Conversation-Id"
+)
+
+// maxNameLen bounds user and conversation names taken from headers.
+const maxNameLen = 200
+
+// perpetuityKey reads the Perpetuity key from the path (/k/<key>/...) or the
+// X-Perpetuity-Key header. Both present and different is an error rather
+// than a silent choice.
+func perpetuityKey(c echo.Context) (string, error) {
+	pathKey := c.Param("key")
+	hdr := c.Request().Header.Values(HeaderKey)
+	if len(hdr) > 1 {
+		return "", &APIError{Status: http.StatusBadRequest, Kind: InvalidRequest, Message: HeaderKey + " was sent more than once"}
+	}
+	headerKey := ""
+	if len(hdr) == 1 {
+		headerKey = strings.TrimSpace(hdr[0])
+	}
+	switch {
+	case pathKey != "" && headerKey != "" && pathKey != headerKey:
+		return "", &APIError{Status: http.StatusBadRequest, Kind: InvalidRequest, Message: "the Perpetuity key in the URL and in " + HeaderKey + " differ"}
+	case pathKey != "":
+		return pathKey, nil
+	case headerKey != "":
+		return headerKey, nil
+	}
+	return "", &APIError{Status: http.StatusUnauthorized, Kind: Authentication,
+		Message: "missing Perpetuity key: use the proxy URL /k/<key>/v1 or send " + HeaderKey}
+}
+
+// resolveIdentity turns the key and headers into who is asking.
+func (p *Proxy) resolveIdentity(ctx context.Context, c echo.Context) (memory.Who, store.KeyIdentity, error) {
+	key, err := perpetuityKey(c)
+	if err != nil {
+		return memory.Who{}, store.KeyIdentity{}, err
+	}
+	k, err := p.dir.ResolveKey(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return memory.Who{}, k, &APIError{Status: http.StatusUnauthorized, Kind: Authentication, Message: "invalid or revoked Perpetuity key"}
+	}
+	if err != nil {
+		return memory.Who{}, k, err
+	}
+	return memory.Who{TenantID: k.TenantID, UserID: k.UserID, UserName: k.UserName}, k, nil
+}
+
+// chooseUser applies DESIGN §2: X-Perpetuity-User, else the API-standard
+// user field where the tenant turned that on, else the key's user.
+func (p *Proxy) chooseUser(ctx context.Context, c echo.Context, who memory.Who, k store.KeyIdentity, hint string) (memory.Who, error) {
+	name := strings.TrimSpace(c.Request().Header.Get(HeaderUser))
+	if name == "" && k.UserFieldIdentity {
+		name = strings.TrimSpace(hint)
+	}
+	if name == "" || name == who.UserName {
+		return who, nil
+	}
+	if len(name) > maxNameLen {
+		return who, errBadRequest("%s: longer than %d bytes", HeaderUser, maxNameLen)
+	}
+	id, err := p.dir.EnsureUser(ctx, who.TenantID, name)
+	if err != nil {
+		return who, err
+	}
+	who.UserID, who.UserName = id, name
+	return who, nil
+}
+
+// conversationKey is X-Perpetuity-Conversation, else a deterministic hash of
+// the user, the system prompt and the first user message: a harness that
+// resends its whole history keeps one conversation.
+func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title string, err error) {
+	first := ""
+	for _, m := range in.messages {
+		if m.role == "user" && !m.toolOnly {
+			first = m.text
+			break
+		}
+	}
+	title = firstLine(first, 80)
+	if h := strings.TrimSpace(c.Request().Header.Get(HeaderConversation)); h != "" {
+		if len(h) > maxNameLen {
+			return "", "", errBadRequest("%s: longer than %d bytes", HeaderConversation, maxNameLen)
+		}
+		return "h:" + h, title, nil
+	}
+	s := sha256.New()
+	s.Write([]byte(strconv.FormatInt(who.UserID, 10)))
+	s.Write([]byte{0})
+	s.Write([]byte(in.system))
+	s.Write([]byte{0})
+	s.Write([]byte(first))
+	return "auto:" + hex.EncodeToString(s.Sum(nil))[:32], title, nil
+}
+
+func firstLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > max {
+		s = strings.ToValidUTF8(s[:max], "") + "…"
+	}
+	return s
+}

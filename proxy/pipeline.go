@@ -1,0 +1,180 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/memory"
+)
+
+// switches are the per-request X-Perpetuity-* controls.
+type switches struct {
+	recall, capture, tools, probe bool
+}
+
+func readSwitches(h http.Header) (switches, error) {
+	s := switches{recall: true, capture: true, tools: true}
+	for _, f := range []struct {
+		name string
+		dst  *bool
+	}{{HeaderRecall, &s.recall}, {HeaderCapture, &s.capture}, {HeaderTools, &s.tools}} {
+		switch v := strings.ToLower(strings.TrimSpace(h.Get(f.name))); v {
+		case "":
+		case "off", "false", "0", "no":
+			*f.dst = false
+		case "on", "true", "1", "yes":
+			*f.dst = true
+		default:
+			return s, errBadRequest("%s: %q is not on or off", f.name, v)
+		}
+	}
+	switch v := strings.ToLower(strings.TrimSpace(h.Get(HeaderMode))); v {
+	case "":
+	case "probe":
+		s.probe = true
+	default:
+		return s, errBadRequest("%s: %q is not a known mode (probe)", HeaderMode, v)
+	}
+	return s, nil
+}
+
+// turn carries one request through the pipeline.
+type turn struct {
+	in       *inbound
+	who      memory.Who
+	sw       switches
+	up       upstream
+	frame    *memory.Frame
+	start    time.Time
+	rid      string
+	liveText string
+}
+
+func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(dialectKey, d)
+		req := c.Request()
+		ctx := req.Context()
+		t := &turn{start: time.Now()}
+		t.rid, _ = c.Get("perpetuity.request_id").(string)
+
+		body, err := readBody(c, p.cfg.MaxBodyBytes)
+		if err != nil {
+			return err
+		}
+		if t.sw, err = readSwitches(req.Header); err != nil {
+			return err
+		}
+		who, key, err := p.resolveIdentity(ctx, c)
+		if err != nil {
+			return err
+		}
+		if t.in, err = parseInbound(d, body); err != nil {
+			return err
+		}
+		if t.who, err = p.chooseUser(ctx, c, who, key, t.in.userHint); err != nil {
+			return err
+		}
+		if t.up, err = p.route(d, t.in, req.Header); err != nil {
+			return err
+		}
+		convKey, title, err := conversationKey(c, t.who, t.in)
+		if err != nil {
+			return err
+		}
+		if t.who.ConversationID, err = p.dir.EnsureConversation(ctx, t.who.TenantID, t.who.UserID, convKey, title); err != nil {
+			return err
+		}
+		c.Response().Header().Set(HeaderConvID, strconv.FormatInt(t.who.ConversationID, 10))
+		if t.in.live >= 0 {
+			t.liveText = t.in.messages[t.in.live].text
+		}
+
+		liveStored, err := p.captureLive(ctx, t)
+		if err != nil {
+			return err
+		}
+		if t.sw.recall && t.in.live >= 0 {
+			f, err := p.mem.Frame(ctx, memory.FrameQuery{
+				Who: t.who, Live: t.liveText, LiveStored: liveStored,
+				Ceiling: p.cfg.FrameCeiling, Probe: t.sw.probe || !t.sw.capture, Now: time.Now(),
+			})
+			if err != nil {
+				return fmt.Errorf("frame: %w", err)
+			}
+			t.frame = &f
+			h := c.Response().Header()
+			h.Set(HeaderFrameItems, strconv.Itoa(f.Items))
+			h.Set(HeaderFrameTokens, strconv.Itoa(f.Tokens))
+			h.Set(HeaderFrameTrimmed, strconv.FormatBool(f.Trimmed))
+		}
+		out, err := t.up.requestBody(t.in, t.frame)
+		if err != nil {
+			return err
+		}
+		reply, err := p.forward(c, t, out)
+		p.captureReply(t, reply)
+		return err
+	}
+}
+
+// captureLive stores the live question before anything is forwarded, on a
+// context detached from the client: a hang-up must not lose the turn.
+func (p *Proxy) captureLive(ctx context.Context, t *turn) (bool, error) {
+	if !t.sw.capture || t.sw.probe || strings.TrimSpace(t.liveText) == "" {
+		return false, nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
+	defer cancel()
+	_, err := p.mem.Capture(cctx, memory.Message{
+		Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(),
+	})
+	if err != nil {
+		return false, &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded,
+			Message: "memory is unavailable, the request was not forwarded: " + errors.Unwrap(err).Error()}
+	}
+	return true, nil
+}
+
+// reply is what came back from the provider, for capture.
+type reply struct {
+	text        string
+	interrupted bool
+}
+
+func (p *Proxy) captureReply(t *turn, r reply) {
+	if !t.sw.capture || t.sw.probe || strings.TrimSpace(r.text) == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
+	defer cancel()
+	_, err := p.mem.Capture(ctx, memory.Message{
+		Who: t.who, Role: "assistant", Text: r.text, Position: len(t.in.messages),
+		Interrupted: r.interrupted, At: time.Now(),
+	})
+	if err != nil {
+		p.log.Error("capture reply failed", "request_id", t.rid, "tenant", t.who.TenantID, "err", err)
+	}
+}
+
+func readBody(c echo.Context, limit int64) ([]byte, error) {
+	r := http.MaxBytesReader(c.Response(), c.Request().Body, limit)
+	b, err := io.ReadAll(r)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Kind: RequestTooLarge,
+			Message: fmt.Sprintf("request body exceeds %d bytes", limit)}
+	}
+	if err != nil {
+		return nil, errBadRequest("could not read request body")
+	}
+	return b, nil
+}

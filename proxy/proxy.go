@@ -1,0 +1,134 @@
+// Package proxy is the request pipeline (DESIGN §2): identify, capture the
+// live message, retrieve and render the frame, forward to the provider,
+// stream the reply back, capture the reply. One adapter per (inbound
+// dialect, upstream) pair is chosen by the switch in route.go.
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// Memory is what the pipeline needs from the memory engine.
+type Memory interface {
+	Capture(ctx context.Context, m memory.Message) (store.Captured, error)
+	Frame(ctx context.Context, q memory.FrameQuery) (memory.Frame, error)
+}
+
+// Config is the proxy's share of the service configuration.
+type Config struct {
+	OpenAIBaseURL    string // includes /v1
+	AnthropicBaseURL string // without /v1
+	MaxBodyBytes     int64
+	CaptureTimeout   time.Duration
+	FrameCeiling     int
+}
+
+// Proxy serves the provider-shaped routes.
+type Proxy struct {
+	cfg    Config
+	dir    Directory
+	mem    Memory
+	log    *slog.Logger
+	client *http.Client
+}
+
+// New builds the proxy.
+func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
+	tr := &http.Transport{
+		Proxy:                 nil, // upstreams come from configuration only
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &Proxy{cfg: cfg, dir: dir, mem: mem, log: log, client: &http.Client{Transport: tr}}
+}
+
+// Register mounts the proxy routes. The key travels in the path (so that
+// changing a harness's base URL is enough) or in X-Perpetuity-Key.
+func (p *Proxy) Register(e *echo.Echo) {
+	for _, prefix := range []string{"/k/:key/v1", "/v1"} {
+		g := e.Group(prefix, p.tagDialect)
+		g.POST("/chat/completions", p.chat(OpenAIChat))
+		g.POST("/messages", p.chat(AnthropicMessages))
+		g.Any("/*", p.passthrough)
+	}
+}
+
+// dialectKey is where the error handler finds the dialect to answer in.
+const dialectKey = "perpetuity.dialect"
+
+// DialectOf reports the dialect a proxy route answers in (0 outside the proxy).
+func DialectOf(c echo.Context) Dialect {
+	d, _ := c.Get(dialectKey).(Dialect)
+	return d
+}
+
+func (p *Proxy) tagDialect(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(dialectKey, guessDialect(c.Request()))
+		rid := newRequestID()
+		c.Set("perpetuity.request_id", rid)
+		c.Response().Header().Set(HeaderRequestID, rid)
+		return next(c)
+	}
+}
+
+// guessDialect picks the error dialect for a route before the body is read:
+// the messages route and Anthropic-style credentials speak Anthropic.
+func guessDialect(r *http.Request) Dialect {
+	path := r.URL.Path
+	if len(path) >= len("/messages") && path[len(path)-len("/messages"):] == "/messages" {
+		return AnthropicMessages
+	}
+	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" {
+		return AnthropicMessages
+	}
+	return OpenAIChat
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "req_" + hex.EncodeToString(b)
+}
+
+// WriteError is the proxy half of the service's one error handler: before
+// the response started, the dialect's error JSON with its status; after a
+// stream started, the dialect's in-band SSE error event.
+func WriteError(c echo.Context, err error) {
+	d := DialectOf(c)
+	res := c.Response()
+	if res.Committed {
+		if isEventStream(res.Header().Get(echo.HeaderContentType)) {
+			_, _ = res.Write(StreamErrorEvent(d, err))
+			_ = http.NewResponseController(res).Flush()
+		}
+		return
+	}
+	status, body := ErrorBody(d, err)
+	if ae, ok := err.(*APIError); ok && ae.RetryAfter != "" {
+		res.Header().Set("Retry-After", ae.RetryAfter)
+	}
+	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	res.WriteHeader(status)
+	_, _ = res.Write(body)
+}
+
+func isEventStream(ct string) bool {
+	return len(ct) >= len("text/event-stream") && ct[:len("text/event-stream")] == "text/event-stream"
+}

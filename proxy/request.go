@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// inbound is the dialect-neutral view of a chat request: just what the
+// pipeline reads. Everything else stays in fields, untouched, so unknown
+// parameters reach the provider as sent.
+type inbound struct {
+	dialect  Dialect
+	fields   map[string]json.RawMessage
+	model    string
+	stream   bool
+	messages []inMessage
+	// live is the index of the live question: the last user message that
+	// carries text of its own (not only tool results). -1 when there is none.
+	live     int
+	system   string // system prompt text, for deriving the conversation
+	userHint string // OpenAI "user" / Anthropic metadata.user_id
+}
+
+type inMessage struct {
+	role string
+	text string
+	// nonText is set when the message carries parts other than text (images,
+	// tool calls or results), so it cannot be re-rendered from text alone.
+	nonText bool
+	// toolOnly is set for tool results (OpenAI role "tool", Anthropic user
+	// messages made only of tool_result blocks): in-flight exchange, not a turn.
+	toolOnly bool
+	raw      json.RawMessage
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// parseInbound decodes a chat request body of dialect d. Errors are
+// client errors, written in the client's dialect.
+func parseInbound(d Dialect, body []byte) (*inbound, error) {
+	in := &inbound{dialect: d, live: -1}
+	if err := json.Unmarshal(body, &in.fields); err != nil || in.fields == nil {
+		return nil, errBadRequest("request body is not a JSON object: %s", jsonErrorText(err))
+	}
+	if raw, ok := in.fields["model"]; ok {
+		if err := json.Unmarshal(raw, &in.model); err != nil {
+			return nil, errBadRequest("model: must be a string")
+		}
+	}
+	if in.model == "" {
+		return nil, errBadRequest("model: is required")
+	}
+	if raw, ok := in.fields["stream"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &in.stream); err != nil {
+			return nil, errBadRequest("stream: must be a boolean")
+		}
+	}
+	rawMsgs, ok := in.fields["messages"]
+	if !ok {
+		return nil, errBadRequest("messages: is required")
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(rawMsgs, &msgs); err != nil {
+		return nil, errBadRequest("messages: must be an array of message objects")
+	}
+	if len(msgs) == 0 {
+		return nil, errBadRequest("messages: must not be empty")
+	}
+	var sys []string
+	for i, raw := range msgs {
+		m, err := parseMessage(d, raw)
+		if err != nil {
+			return nil, errBadRequest("messages[%d]: %s", i, err.Error())
+		}
+		if m.role == "system" || m.role == "developer" {
+			sys = append(sys, m.text)
+		}
+		in.messages = append(in.messages, m)
+	}
+	if d == AnthropicMessages {
+		if raw, ok := in.fields["system"]; ok && !isNull(raw) {
+			t, _, err := contentText(raw)
+			if err != nil {
+				return nil, errBadRequest("system: must be a string or an array of text blocks")
+			}
+			sys = append(sys, t)
+		}
+		if raw, ok := in.fields["metadata"]; ok {
+			var md struct {
+				UserID json.RawMessage `json:"user_id"`
+			}
+			if json.Unmarshal(raw, &md) == nil && len(md.UserID) > 0 {
+				var s string
+				if json.Unmarshal(md.UserID, &s) == nil {
+					in.userHint = s
+				}
+			}
+		}
+	} else if raw, ok := in.fields["user"]; ok {
+		_ = json.Unmarshal(raw, &in.userHint)
+	}
+	in.system = strings.Join(sys, "\n")
+	for i := len(in.messages) - 1; i >= 0; i-- {
+		m := in.messages[i]
+		if m.role == "user" && !m.toolOnly {
+			in.live = i
+			break
+		}
+	}
+	return in, nil
+}
+
+func parseMessage(d Dialect, raw json.RawMessage) (inMessage, error) {
+	var m struct {
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		ToolCalls json.RawMessage `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return inMessage{}, errString("must be an object with role and content")
+	}
+	out := inMessage{role: m.Role, raw: raw}
+	switch d {
+	case AnthropicMessages:
+		if m.Role != "user" && m.Role != "assistant" {
+			return out, errString("role must be \"user\" or \"assistant\"")
+		}
+	default:
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool", "function":
+		default:
+			return out, errString("role must be one of system, developer, user, assistant, tool")
+		}
+	}
+	if m.Role == "tool" || m.Role == "function" {
+		out.toolOnly, out.nonText = true, true
+		return out, nil
+	}
+	text, nonText, err := contentText(m.Content)
+	if err != nil {
+		return out, err
+	}
+	out.text, out.nonText = text, nonText || (len(m.ToolCalls) > 0 && !isNull(m.ToolCalls))
+	if d == AnthropicMessages && m.Role == "user" && nonText && text == "" && onlyToolResults(m.Content) {
+		out.toolOnly = true
+	}
+	return out, nil
+}
+
+// contentText joins the text of a content field (a string or an array of
+// parts) and reports whether other kinds of parts were present.
+func contentText(raw json.RawMessage) (text string, nonText bool, err error) {
+	if len(raw) == 0 || isNull(raw) {
+		return "", false, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false, errString("content: invalid string")
+		}
+		return s, false, nil
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", false, errString("content: must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text", "input_text", "output_text":
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(p.Text)
+		default:
+			nonText = true
+		}
+	}
+	return b.String(), nonText, nil
+}
+
+func onlyToolResults(raw json.RawMessage) bool {
+	var parts []contentPart
+	if json.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+		return false
+	}
+	for _, p := range parts {
+		if p.Type != "tool_result" {
+			return false
+		}
+	}
+	return true
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func jsonErrorText(err error) string {
+	if err == nil {
+		return "got null"
+	}
+	return err.Error()
+}
