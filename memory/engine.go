@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory/arena"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -19,16 +20,21 @@ type Analyzer interface {
 	Chunk(s string, maxTokens int) []string
 }
 
-// Dictionary derives retrieval rows from stored tokens.
+// Dictionary derives retrieval rows from stored tokens, and query terms
+// from a question's tokens.
 type Dictionary interface {
 	Version() int
 	Terms(tokens []string) (ids []uint32, freqs []uint16, length int)
+	QueryTerms(tokens []string) []uint32
 }
 
 // Store is the persistence the engine needs.
 type Store interface {
+	CatchUpStore
 	Capture(ctx context.Context, c store.Capture) (store.Captured, error)
-	ConversationTurns(ctx context.Context, tenantID, conversationID int64) ([]store.Turn, error)
+	ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int) (store.FrameInputs, error)
+	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
+	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
 }
 
 // Options tune the engine.
@@ -39,6 +45,14 @@ type Options struct {
 	BaseTau float64
 	// Ceiling is the default frame cap in model tokens.
 	Ceiling int
+	// Floor is the smallest budget a frame gets.
+	Floor int
+	// Candidates is how many ranked items retrieval considers per turn.
+	Candidates int
+	// Recent is how many items of the current conversation are always shown.
+	Recent int
+	// Workers is how many goroutines a scan uses (0: GOMAXPROCS).
+	Workers int
 }
 
 // Engine is the memory engine of one serving process.
@@ -47,6 +61,7 @@ type Engine struct {
 	an    Analyzer
 	dict  Dictionary
 	opt   Options
+	res   *residents
 }
 
 // New builds an engine.
@@ -60,7 +75,16 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	if opt.Ceiling <= 0 {
 		opt.Ceiling = 8000
 	}
-	return &Engine{store: st, an: an, dict: dict, opt: opt}
+	if opt.Floor <= 0 {
+		opt.Floor = 600
+	}
+	if opt.Candidates <= 0 {
+		opt.Candidates = 120
+	}
+	if opt.Recent <= 0 {
+		opt.Recent = 6
+	}
+	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers})}
 }
 
 // Fingerprint identifies a message within its conversation: the same role,
@@ -124,35 +148,6 @@ func toInt16(v []uint16) []int16 {
 		out[i] = int16(x)
 	}
 	return out
-}
-
-// Frame v0: the current conversation read back from the store, verbatim,
-// in alternating roles, closed by the live question.
-func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
-	turns, err := e.store.ConversationTurns(ctx, q.TenantID, q.ConversationID)
-	if err != nil {
-		return Frame{}, err
-	}
-	var f Frame
-	var msgs []Turn
-	var prevMsg int64 = -1
-	for _, t := range turns {
-		if t.MessageID == prevMsg && len(msgs) > 0 {
-			msgs[len(msgs)-1].Text += t.Body // chunks of one message join back verbatim
-			continue
-		}
-		prevMsg = t.MessageID
-		msgs = append(msgs, Turn{Role: t.Role, Text: t.Body})
-		f.Items++
-	}
-	if !q.LiveStored && q.Live != "" {
-		msgs = append(msgs, Turn{Role: "user", Text: q.Live})
-	}
-	f.Turns = Alternate(msgs)
-	for _, t := range f.Turns {
-		f.Tokens += e.an.Count(t.Text)
-	}
-	return f, nil
 }
 
 // padFirst stands in front of a frame that would otherwise start with the

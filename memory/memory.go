@@ -37,6 +37,12 @@ type FrameQuery struct {
 	LiveStored bool
 	// Ceiling caps the frame's tokens; 0 means the engine's default.
 	Ceiling int
+	// LiveItems are the stored items of the live question, which retrieval
+	// must not return as its own best match.
+	LiveItems []int64
+	// Budget, when positive, forces the frame's token budget instead of the
+	// one derived from the retrieval scores (benchmarks at fixed ceilings).
+	Budget int
 	// Probe answers without remembering: no reheat, nothing written.
 	Probe bool
 	Now   time.Time

@@ -218,3 +218,6 @@ CREATE TABLE requests (
     PRIMARY KEY (tenant_id, id)
 );
 CREATE INDEX requests_at ON requests (tenant_id, at);
+
+-- The frame reads a viewer's activations that are recent enough to be warm.
+CREATE INDEX activations_recent ON activations (tenant_id, viewer_id, t_last);

@@ -31,6 +31,7 @@ const (
 	HeaderCapture      = "X-Perpetuity-Capture"
 	HeaderTools        = "X-Perpetuity-Tools"
 	HeaderMode         = "X-Perpetuity-Mode"
+	HeaderFrameBudget  = "X-Perpetuity-Frame-Budget"
 	HeaderRequestID    = "X-Perpetuity-Request-Id"
 	HeaderFrameItems   = "X-Perpetuity-Frame-Items"
 	HeaderFrameTokens  = "X-Perpetuity-Frame-Tokens"

@@ -13,11 +13,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/store"
 )
 
 // switches are the per-request X-Perpetuity-* controls.
 type switches struct {
 	recall, capture, tools, probe bool
+	budget                        int // forced frame budget, 0 = derived
 }
 
 func readSwitches(h http.Header) (switches, error) {
@@ -35,6 +37,13 @@ func readSwitches(h http.Header) (switches, error) {
 		default:
 			return s, errBadRequest("%s: %q is not on or off", f.name, v)
 		}
+	}
+	if v := strings.TrimSpace(h.Get(HeaderFrameBudget)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return s, errBadRequest("%s: %q is not a token count", HeaderFrameBudget, v)
+		}
+		s.budget = n
 	}
 	switch v := strings.ToLower(strings.TrimSpace(h.Get(HeaderMode))); v {
 	case "":
@@ -98,14 +107,14 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 			t.liveText = t.in.messages[t.in.live].text
 		}
 
-		liveStored, err := p.captureLive(ctx, t)
+		live, err := p.captureLive(ctx, t)
 		if err != nil {
 			return err
 		}
 		if t.sw.recall && t.in.live >= 0 {
 			f, err := p.mem.Frame(ctx, memory.FrameQuery{
-				Who: t.who, Live: t.liveText, LiveStored: liveStored,
-				Ceiling: p.cfg.FrameCeiling, Probe: t.sw.probe || !t.sw.capture, Now: time.Now(),
+				Who: t.who, Live: t.liveText, LiveStored: live != nil, LiveItems: liveItems(live),
+				Ceiling: p.cfg.FrameCeiling, Budget: t.sw.budget, Probe: t.sw.probe || !t.sw.capture, Now: time.Now(),
 			})
 			if err != nil {
 				return fmt.Errorf("frame: %w", err)
@@ -128,20 +137,28 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 
 // captureLive stores the live question before anything is forwarded, on a
 // context detached from the client: a hang-up must not lose the turn.
-func (p *Proxy) captureLive(ctx context.Context, t *turn) (bool, error) {
+func (p *Proxy) captureLive(ctx context.Context, t *turn) (*store.Captured, error) {
 	if !t.sw.capture || t.sw.probe || strings.TrimSpace(t.liveText) == "" {
-		return false, nil
+		return nil, nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
 	defer cancel()
-	_, err := p.mem.Capture(cctx, memory.Message{
+	c, err := p.mem.Capture(cctx, memory.Message{
 		Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(),
 	})
 	if err != nil {
-		return false, &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded,
-			Message: "memory is unavailable, the request was not forwarded: " + errors.Unwrap(err).Error()}
+		p.log.Error("capture live message failed", "request_id", t.rid, "tenant", t.who.TenantID, "err", err)
+		return nil, &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded,
+			Message: "memory is unavailable; the request was not forwarded"}
 	}
-	return true, nil
+	return &c, nil
+}
+
+func liveItems(c *store.Captured) []int64 {
+	if c == nil {
+		return nil
+	}
+	return c.ItemIDs
 }
 
 // reply is what came back from the provider, for capture.

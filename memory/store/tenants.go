@@ -191,3 +191,34 @@ func (db *DB) EnsureConversation(ctx context.Context, tenantID, userID int64, ex
 	}
 	return id, nil
 }
+
+// deleteTenantSQL removes every row of a tenant, children first. Used for
+// scratch tenants (eval, bench) and tenant removal.
+var deleteTenantSQL = []string{
+	`DELETE FROM reheats WHERE tenant_id = $1`,
+	`DELETE FROM activations WHERE tenant_id = $1`,
+	`DELETE FROM retrieval_rows WHERE tenant_id = $1`,
+	`DELETE FROM term_stats WHERE tenant_id = $1`,
+	`DELETE FROM corpus_stats WHERE tenant_id = $1`,
+	`DELETE FROM items WHERE tenant_id = $1`,
+	`DELETE FROM messages WHERE tenant_id = $1`,
+	`DELETE FROM conversations WHERE tenant_id = $1`,
+	`DELETE FROM requests WHERE tenant_id = $1`,
+	`DELETE FROM tenant_log WHERE tenant_id = $1`,
+	`DELETE FROM api_keys WHERE tenant_id = $1`,
+	`DELETE FROM memory_users WHERE tenant_id = $1`,
+	`DELETE FROM tenant_heads WHERE tenant_id = $1`,
+	`DELETE FROM tenants WHERE id = $1`,
+}
+
+// DeleteTenant removes a tenant and everything it stored, in one transaction.
+func (db *DB) DeleteTenant(ctx context.Context, tenantID int64) error {
+	return db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		for _, q := range deleteTenantSQL {
+			if _, err := tx.Exec(ctx, q, tenantID); err != nil {
+				return fmt.Errorf("delete tenant: %w", err)
+			}
+		}
+		return nil
+	})
+}

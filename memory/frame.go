@@ -1,0 +1,235 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/perpetuity/perpetuity/memory/arena"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// cand is an item that may enter the frame.
+type cand struct {
+	id        int64
+	heat      float64 // after this turn's (possibly virtual) reheat
+	rank      int     // retrieval rank, -1 when not retrieved
+	mandatory bool
+}
+
+// Frame builds what the model sees this turn (DESIGN §6): the items still
+// warm enough to render after this turn's retrieval reheated its matches,
+// within a budget derived from how the retrieval scores spread, capped on
+// the rendered text. Ranking is relevance only; heat decides what is shown.
+func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
+	r, err := e.res.current(ctx, q.TenantID)
+	if err != nil {
+		return Frame{}, err
+	}
+	terms := e.dict.QueryTerms(e.an.Normalize(q.Live))
+	var hits []arena.Hit
+	if len(terms) > 0 {
+		hits = r.arena.Search(arena.Query{
+			Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates,
+		})
+	}
+	in, err := e.store.ReadFrameInputs(ctx, q.TenantID, q.UserID, q.ConversationID, horizon(e.opt.BaseTau*maxTauFactor), e.opt.Recent)
+	if err != nil {
+		return Frame{}, err
+	}
+	ceiling := q.Ceiling
+	if ceiling <= 0 || ceiling > e.opt.Ceiling {
+		ceiling = e.opt.Ceiling
+	}
+	budget := q.Budget
+	if budget <= 0 {
+		budget = Budget(hits, e.opt.Floor, ceiling)
+	}
+
+	cands := e.candidates(q, hits, in)
+	f, shown, err := e.fit(ctx, q, cands, budget)
+	if err != nil {
+		return Frame{}, err
+	}
+	if !q.Probe {
+		var rs []store.Reheat
+		for _, c := range cands {
+			if c.rank >= 0 && shown[c.id] {
+				rs = append(rs, store.Reheat{ItemID: c.id, Peak: RankPeak(c.rank)})
+			}
+		}
+		if err := e.store.ApplyReheats(ctx, q.TenantID, q.UserID, in.Clock, rs); err != nil {
+			return Frame{}, err
+		}
+	}
+	return f, nil
+}
+
+// maxTauFactor bounds how much longer than BaseTau an item's decay may be
+// (novel items decay slower), so the warm read can stop at a horizon.
+const maxTauFactor = 2
+
+// candidates merges the three ways into the frame: the most recent stretch
+// of this conversation (mandatory), this turn's retrieval (reheated by rank;
+// the best few mandatory), and whatever else is still warm.
+func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, in store.FrameInputs) []cand {
+	by := map[int64]*cand{}
+	get := func(id int64) *cand {
+		c := by[id]
+		if c == nil {
+			c = &cand{id: id, rank: -1}
+			by[id] = c
+		}
+		return c
+	}
+	for _, w := range in.Warm {
+		h := Heat(Activation{TLast: w.TLast, Peak: w.Peak}, in.Clock, w.Tau)
+		if h >= warmThreshold {
+			get(w.ItemID).heat = h
+		}
+	}
+	for i, h := range hits {
+		c := get(h.ID)
+		c.rank = i
+		if p := RankPeak(i); p > c.heat {
+			c.heat = p
+		}
+		if i < mandatoryHits {
+			c.mandatory = true
+		}
+	}
+	for _, id := range in.Recent {
+		c := get(id)
+		c.mandatory = true
+		if c.heat < BornPeak {
+			c.heat = BornPeak
+		}
+	}
+	for _, id := range q.LiveItems {
+		get(id).mandatory = true
+	}
+	out := make([]cand, 0, len(by))
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.mandatory != b.mandatory {
+			return a.mandatory
+		}
+		if a.heat != b.heat {
+			return a.heat > b.heat
+		}
+		return a.id > b.id
+	})
+	return out
+}
+
+// mandatoryHits is how many of the best matches are never trimmed.
+const mandatoryHits = 3
+
+// fetchLimit bounds how many candidates are read from the store per frame.
+const fetchLimit = 400
+
+// fit chooses, renders and caps the frame. Pass one picks candidates in
+// priority order by their stored token counts until the budget is spent;
+// pass two renders the text and, while the rendered tokens exceed the
+// budget, drops the lowest-priority non-mandatory item.
+func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, budget int) (Frame, map[int64]bool, error) {
+	if len(cands) > fetchLimit {
+		cands = cands[:fetchLimit]
+	}
+	ids := make([]int64, len(cands))
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	rows, err := e.store.RenderItems(ctx, q.TenantID, ids)
+	if err != nil {
+		return Frame{}, nil, err
+	}
+	byID := make(map[int64]store.RenderItem, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	var chosen []cand
+	spent, trimmed := 0, false
+	for _, c := range cands {
+		it, ok := byID[c.id]
+		if !ok {
+			continue // purged since the arena read it
+		}
+		cost := it.TokenCount + labelTokens
+		if !c.mandatory && spent+cost > budget {
+			trimmed = true
+			continue
+		}
+		chosen = append(chosen, c)
+		spent += cost
+	}
+	if len(cands) < len(ids) {
+		trimmed = true
+	}
+	for {
+		f := e.render(q, chosen, byID, trimmed)
+		if f.Tokens <= budget || !dropLast(&chosen) {
+			shown := make(map[int64]bool, len(chosen))
+			for _, c := range chosen {
+				shown[c.id] = true
+			}
+			return f, shown, nil
+		}
+		trimmed = true
+	}
+}
+
+// dropLast removes the lowest-priority non-mandatory candidate.
+func dropLast(cs *[]cand) bool {
+	for i := len(*cs) - 1; i >= 0; i-- {
+		if !(*cs)[i].mandatory {
+			*cs = append((*cs)[:i], (*cs)[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// labelTokens estimates a rendered label's tokens for the first pass.
+const labelTokens = 16
+
+// Budget maps the spread of the retrieval scores to a token budget: the
+// effective number of matches, exp(entropy) of the top scores normalized to
+// a distribution, is ~1 for one dominant match and ~k for a flat spread, and
+// is mapped linearly onto [floor, ceiling]. It decides how much is rendered,
+// never the order.
+func Budget(hits []arena.Hit, floor, ceiling int) int {
+	const k = 10
+	if floor > ceiling {
+		floor = ceiling
+	}
+	n := len(hits)
+	if n > k {
+		n = k
+	}
+	if n == 0 {
+		return floor
+	}
+	var sum float64
+	for _, h := range hits[:n] {
+		sum += float64(h.Score)
+	}
+	if sum <= 0 {
+		return floor
+	}
+	var ent float64
+	for _, h := range hits[:n] {
+		if p := float64(h.Score) / sum; p > 0 {
+			ent -= p * math.Log(p)
+		}
+	}
+	eff := math.Exp(ent) // 1..k
+	frac := (eff - 1) / (k - 1)
+	return floor + int(frac*float64(ceiling-floor))
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,138 @@
+package memory
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// Labels are set off by ⟦ ⟧, which stored content cannot produce: the same
+// brackets inside content are rendered as [ ], so a stored turn cannot forge
+// a label, a speaker or a time (stored prompt injection stays quoted).
+const (
+	labelOpen  = "⟦"
+	labelClose = "⟧"
+)
+
+var unforge = strings.NewReplacer(labelOpen, "[", labelClose, "]")
+
+// render turns the chosen items into alternating user/assistant turns:
+// grouped by conversation, other conversations oldest first and the current
+// one last, each turn labelled with its speaker and its time, both resolved
+// now. The live question closes the frame.
+func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.RenderItem, trimmed bool) Frame {
+	items := make([]store.RenderItem, 0, len(chosen))
+	for _, c := range chosen {
+		items = append(items, byID[c.id])
+	}
+	first := map[int64]int64{} // conversation -> its earliest shown message
+	for _, it := range items {
+		if m, ok := first[it.ConvID]; !ok || it.MessageID < m {
+			first[it.ConvID] = it.MessageID
+		}
+	}
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		ac, bc := a.ConvID == q.ConversationID, b.ConvID == q.ConversationID
+		if ac != bc {
+			return bc
+		}
+		if a.ConvID != b.ConvID {
+			return first[a.ConvID] < first[b.ConvID]
+		}
+		if a.MessageID != b.MessageID {
+			return a.MessageID < b.MessageID
+		}
+		return a.Part < b.Part
+	})
+
+	var turns []Turn
+	if len(items) > 0 {
+		turns = append(turns, Turn{Role: "user", Text: preamble(trimmed)})
+	}
+	var conv, msg int64 = -1, -1
+	for _, it := range items {
+		body := unforge.Replace(it.Body)
+		if it.MessageID == msg {
+			turns[len(turns)-1].Text += body // the next chunk of the same message
+			continue
+		}
+		var b strings.Builder
+		if it.ConvID != conv {
+			conv = it.ConvID
+			b.WriteString(conversationHeader(it, q.ConversationID))
+		}
+		msg = it.MessageID
+		b.WriteString(label(it.Speaker, it.BornAt, q.Now, it.Interrupted))
+		b.WriteString(body)
+		turns = append(turns, Turn{Role: it.Role, Text: b.String()})
+	}
+	if !q.LiveStored && q.Live != "" {
+		turns = append(turns, Turn{Role: "user", Text: q.Live})
+	}
+	f := Frame{Turns: Alternate(turns), Items: len(items), Trimmed: trimmed}
+	for _, t := range f.Turns {
+		f.Tokens += e.an.Count(t.Text)
+	}
+	return f
+}
+
+func preamble(trimmed bool) string {
+	s := labelOpen + "memory: verbatim past turns, earlier conversations first, this conversation last" + labelClose + "\n"
+	if trimmed {
+		s += labelOpen + "some less relevant memory was left out of this frame" + labelClose + "\n"
+	}
+	return s
+}
+
+func conversationHeader(it store.RenderItem, current int64) string {
+	if it.ConvID == current {
+		return labelOpen + "this conversation" + labelClose + "\n"
+	}
+	title := unforge.Replace(strings.TrimSpace(it.ConvTitle))
+	if title == "" {
+		return labelOpen + "earlier conversation" + labelClose + "\n"
+	}
+	return labelOpen + "earlier conversation: " + title + labelClose + "\n"
+}
+
+func label(speaker string, at, now time.Time, interrupted bool) string {
+	speaker = unforge.Replace(strings.TrimSpace(speaker))
+	if speaker == "" {
+		speaker = "unknown"
+	}
+	s := labelOpen + speaker + " · " + at.UTC().Format("Mon 2 Jan 2006 15:04") + " · " + Age(at, now)
+	if interrupted {
+		s += " · interrupted"
+	}
+	return s + labelClose + "\n"
+}
+
+// Age is a relative time, computed at render time.
+func Age(at, now time.Time) string {
+	d := now.Sub(at)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return plural(int(d/time.Minute), "minute") + " ago"
+	case d < 24*time.Hour:
+		return plural(int(d/time.Hour), "hour") + " ago"
+	case d < 60*24*time.Hour:
+		return plural(int(d/(24*time.Hour)), "day") + " ago"
+	case d < 730*24*time.Hour:
+		return plural(int(d/(30*24*time.Hour)), "month") + " ago"
+	default:
+		return plural(int(d/(365*24*time.Hour)), "year") + " ago"
+	}
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

@@ -1,0 +1,127 @@
+package memory
+
+import (
+	"context"
+	"sync"
+
+	"github.com/perpetuity/perpetuity/memory/arena"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// CatchUpStore is what resident arenas read from.
+type CatchUpStore interface {
+	ReadHead(ctx context.Context, tenantID int64) (store.Head, error)
+	ReadCatchUp(ctx context.Context, tenantID, watermark int64, dictVersion int) (store.CatchUp, error)
+}
+
+// residents holds one resident arena per tenant served by this process.
+type residents struct {
+	st   CatchUpStore
+	opts arena.Options
+	mu   sync.Mutex
+	by   map[int64]*resident
+}
+
+// resident is one tenant's arena and how far it has read the tenant's log.
+type resident struct {
+	mu        sync.Mutex // serialises catch-up; Search runs under the arena's own lock
+	arena     *arena.Arena
+	watermark int64
+	dict      int // dictionary version the arena's rows come from
+}
+
+func newResidents(st CatchUpStore, opts arena.Options) *residents {
+	return &residents{st: st, opts: opts, by: map[int64]*resident{}}
+}
+
+func (rs *residents) get(tenantID int64) *resident {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.by[tenantID]
+	if r == nil {
+		r = &resident{arena: arena.New(rs.opts)}
+		rs.by[tenantID] = r
+	}
+	return r
+}
+
+// current returns the tenant's arena after catching it up with everything
+// committed so far: new items, purges and dictionary flips, including those
+// made by other processes. A cold arena loads the whole tenant.
+func (rs *residents) current(ctx context.Context, tenantID int64) (*resident, error) {
+	r := rs.get(tenantID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head, err := rs.st.ReadHead(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	if head.Seq == r.watermark && head.DictVersion == r.dict {
+		return r, nil
+	}
+	if head.DictVersion != r.dict && r.dict != 0 {
+		r.arena.Reset()
+		r.watermark = 0
+	}
+	for {
+		cu, err := rs.st.ReadCatchUp(ctx, tenantID, r.watermark, head.DictVersion)
+		if err != nil {
+			return nil, err
+		}
+		if cu.Head.DictVersion != head.DictVersion {
+			// A flip landed between the two reads: start over under the new version.
+			head = cu.Head
+			r.arena.Reset()
+			r.watermark = 0
+			continue
+		}
+		r.apply(cu)
+		r.dict = head.DictVersion
+		return r, nil
+	}
+}
+
+// apply merges new items and log events in log order: a purge removes what
+// its user had before it, never what they stored after.
+func (r *resident) apply(cu store.CatchUp) {
+	items := cu.Items
+	flush := func(upTo int64) {
+		n := 0
+		for n < len(items) && items[n].Seq < upTo {
+			n++
+		}
+		if n == 0 {
+			return
+		}
+		batch := make([]arena.Item, n)
+		for i, it := range items[:n] {
+			batch[i] = toArenaItem(it)
+		}
+		r.arena.Add(batch...)
+		items = items[n:]
+	}
+	for _, ev := range cu.Events {
+		flush(ev.Seq)
+		if ev.Kind == "purge" && ev.UserID != nil {
+			r.arena.RemoveUser(*ev.UserID)
+		}
+	}
+	flush(cu.Head.Seq + 1)
+	r.watermark = cu.Head.Seq
+}
+
+func toArenaItem(it store.ArenaItem) arena.Item {
+	terms := make([]arena.TermID, len(it.TermIDs))
+	for i, t := range it.TermIDs {
+		terms[i] = arena.TermID(uint32(t))
+	}
+	freqs := make([]uint16, len(it.Freqs))
+	for i, f := range it.Freqs {
+		freqs[i] = uint16(f)
+	}
+	return arena.Item{
+		ID: it.ID, Seq: it.Seq, User: it.UserID, Conv: it.ConvID,
+		Terms: terms, Freqs: freqs, Length: uint32(it.Length),
+		BornClock: it.BornClock, Tau: float32(it.Tau),
+	}
+}
