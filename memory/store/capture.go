@@ -107,6 +107,9 @@ func (db *DB) Capture(ctx context.Context, c Capture) (Captured, error) {
 		if err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
+		if db.afterMessage != nil {
+			db.afterMessage()
+		}
 		if err := tx.QueryRow(ctx, advanceClockSQL, c.TenantID, c.UserID, c.ClockAdvance).Scan(&out.Clock); err != nil {
 			return fmt.Errorf("advance clock: %w", notFound(err))
 		}

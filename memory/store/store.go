@@ -21,6 +21,10 @@ var ErrNotFound = errors.New("not found")
 // DB wraps the connection pool.
 type DB struct {
 	Pool *pgxpool.Pool
+	// afterMessage, when set (tests only), runs inside a capture transaction
+	// after the message row and before the head lock, to force commits out
+	// of id order.
+	afterMessage func()
 }
 
 // Open connects a pool to databaseURL and checks it answers.

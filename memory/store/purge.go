@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Actor is who performs an administrative operation, for the audit log.
+type Actor struct {
+	AccountID *int64
+	Email     string // "cli" for the command line
+}
+
+// PurgeReport says how much a purge removed (never what).
+type PurgeReport struct {
+	Items         int64 `json:"items"`
+	Messages      int64 `json:"messages"`
+	Conversations int64 `json:"conversations"`
+	Seq           int64 `json:"seq"`
+}
+
+const (
+	lockUserSQL        = `SELECT id FROM memory_users WHERE tenant_id = $1 AND id = $2 FOR UPDATE`
+	purgeTermStatsSQL  = `WITH gone AS (
+			SELECT r.dict_version, t.term_id, count(*) AS n
+			FROM retrieval_rows r JOIN items i ON i.tenant_id = r.tenant_id AND i.id = r.item_id,
+			     unnest(r.term_ids) AS t(term_id)
+			WHERE r.tenant_id = $1 AND i.user_id = $2
+			GROUP BY r.dict_version, t.term_id)
+		UPDATE term_stats s SET df = s.df - gone.n FROM gone
+		WHERE s.tenant_id = $1 AND s.dict_version = gone.dict_version AND s.term_id = gone.term_id`
+	purgeZeroStatsSQL = `DELETE FROM term_stats WHERE tenant_id = $1 AND df = 0`
+	purgeCorpusSQL    = `WITH gone AS (
+			SELECT r.dict_version, count(*) AS n, sum(r.length) AS len
+			FROM retrieval_rows r JOIN items i ON i.tenant_id = r.tenant_id AND i.id = r.item_id
+			WHERE r.tenant_id = $1 AND i.user_id = $2 GROUP BY r.dict_version)
+		UPDATE corpus_stats c SET items = c.items - gone.n, total_length = c.total_length - gone.len FROM gone
+		WHERE c.tenant_id = $1 AND c.dict_version = gone.dict_version`
+	purgeViewerSQL   = `DELETE FROM activations WHERE tenant_id = $1 AND viewer_id = $2`
+	purgeReheatSQL   = `DELETE FROM reheats WHERE tenant_id = $1 AND viewer_id = $2`
+	purgeItemsSQL    = `DELETE FROM items WHERE tenant_id = $1 AND user_id = $2`
+	purgeMessagesSQL = `DELETE FROM messages WHERE tenant_id = $1 AND user_id = $2`
+	purgeConvsSQL    = `DELETE FROM conversations WHERE tenant_id = $1 AND user_id = $2`
+	purgeLogSQL      = `INSERT INTO tenant_log (tenant_id, seq, kind, user_id) VALUES ($1, $2, 'purge', $3)`
+	purgeAuditSQL    = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail)
+		VALUES ($1, $2, $3, 'memory.purge', $4, $5)`
+)
+
+// PurgeUser removes a memory user's whole memory in one transaction: items
+// (with their retrieval rows, activations and reheats), messages,
+// conversations, the user's own activations of others' items, and the
+// frequency counts they contributed. A purge event in the tenant log makes
+// every serving process drop the user's items before its next scan. The
+// memory user and its keys remain.
+func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (PurgeReport, error) {
+	var rep PurgeReport
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		rep = PurgeReport{}
+		var id int64
+		if err := tx.QueryRow(ctx, lockUserSQL, tenantID, userID).Scan(&id); err != nil {
+			return notFound(err)
+		}
+		if err := tx.QueryRow(ctx, bumpHeadSQL, tenantID).Scan(&rep.Seq); err != nil {
+			return fmt.Errorf("bump tenant head: %w", err)
+		}
+		for _, q := range []string{purgeTermStatsSQL, purgeZeroStatsSQL, purgeCorpusSQL} {
+			args := []any{tenantID, userID}
+			if q == purgeZeroStatsSQL {
+				args = args[:1]
+			}
+			if _, err := tx.Exec(ctx, q, args...); err != nil {
+				return fmt.Errorf("purge statistics: %w", err)
+			}
+		}
+		for _, q := range []string{purgeViewerSQL, purgeReheatSQL} {
+			if _, err := tx.Exec(ctx, q, tenantID, userID); err != nil {
+				return fmt.Errorf("purge activations: %w", err)
+			}
+		}
+		counts := []*int64{&rep.Items, &rep.Messages, &rep.Conversations}
+		for i, q := range []string{purgeItemsSQL, purgeMessagesSQL, purgeConvsSQL} {
+			tag, err := tx.Exec(ctx, q, tenantID, userID)
+			if err != nil {
+				return fmt.Errorf("purge rows: %w", err)
+			}
+			*counts[i] = tag.RowsAffected()
+		}
+		if _, err := tx.Exec(ctx, purgeLogSQL, tenantID, rep.Seq, userID); err != nil {
+			return fmt.Errorf("purge log: %w", err)
+		}
+		detail, _ := json.Marshal(rep)
+		if _, err := tx.Exec(ctx, purgeAuditSQL, tenantID, by.AccountID, by.Email, fmt.Sprintf("memory_user:%d", userID), detail); err != nil {
+			return fmt.Errorf("purge audit: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return PurgeReport{}, fmt.Errorf("purge user %d: %w", userID, err)
+	}
+	return rep, nil
+}
