@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"os"
 	"hash/fnv"
 	"sort"
 	"strings"
@@ -49,6 +50,8 @@ func (wordAnalysis) id(t string) uint32 {
 	return h.Sum32() & 0x7fffffff
 }
 
+func TestMain(m *testing.M) { os.Exit(dbtest.RunMain(m)) }
+
 type fixture struct {
 	db  *store.DB
 	eng *memory.Engine
@@ -57,7 +60,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	db, err := store.Open(context.Background(), dbtest.New(t))
+	db, err := store.Open(context.Background(), dbtest.Shared(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +161,7 @@ func TestProbeLeavesHeatAlone(t *testing.T) {
 	f.say(t, w, "user", "the secret word is pelican", 0)
 	count := func() int64 {
 		var n int64
-		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) + coalesce(sum(t_last), 0) + coalesce(sum(peak), 0)::bigint FROM activations`).Scan(&n); err != nil {
+		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) + coalesce(sum(t_last), 0) + coalesce(sum(peak), 0)::bigint FROM activations WHERE tenant_id = $1`, f.nt.TenantID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -175,7 +178,7 @@ func TestProbeLeavesHeatAlone(t *testing.T) {
 		t.Fatal("a probe changed activation")
 	}
 	var reheats int64
-	_ = f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM reheats`).Scan(&reheats)
+	_ = f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM reheats WHERE tenant_id = $1`, f.nt.TenantID).Scan(&reheats)
 	if reheats != 0 {
 		t.Fatal("a probe logged reheats")
 	}

@@ -2,7 +2,7 @@ package store_test
 
 import (
 	"context"
-	"strconv"
+	"os"
 	"testing"
 	"time"
 
@@ -10,9 +10,11 @@ import (
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
 
+func TestMain(m *testing.M) { os.Exit(dbtest.RunMain(m)) }
+
 func openDB(t *testing.T) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), dbtest.New(t))
+	db, err := store.Open(context.Background(), dbtest.Shared(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,20 +64,20 @@ func TestCaptureWritesEverythingOnce(t *testing.T) {
 		sql  string
 		want int64
 	}{
-		{`SELECT count(*) FROM messages`, 1},
-		{`SELECT count(*) FROM items`, 2},
-		{`SELECT count(*) FROM retrieval_rows`, 2},
-		{`SELECT count(*) FROM activations WHERE t_last = 6 AND peak = 1`, 2},
-		{`SELECT df FROM term_stats WHERE term_id = 2`, 2},
-		{`SELECT df FROM term_stats WHERE term_id = 1`, 1},
-		{`SELECT items FROM corpus_stats`, 2},
-		{`SELECT total_length FROM corpus_stats`, 4},
-		{`SELECT clock FROM memory_users WHERE id = ` + strconv.FormatInt(nt.UserID, 10), 6},
-		{`SELECT seq FROM tenant_heads`, 1},
+		{`SELECT count(*) FROM messages WHERE tenant_id = $1`, 1},
+		{`SELECT count(*) FROM items WHERE tenant_id = $1`, 2},
+		{`SELECT count(*) FROM retrieval_rows WHERE tenant_id = $1`, 2},
+		{`SELECT count(*) FROM activations WHERE tenant_id = $1 AND t_last = 6 AND peak = 1`, 2},
+		{`SELECT df FROM term_stats WHERE tenant_id = $1 AND term_id = 2`, 2},
+		{`SELECT df FROM term_stats WHERE tenant_id = $1 AND term_id = 1`, 1},
+		{`SELECT items FROM corpus_stats WHERE tenant_id = $1`, 2},
+		{`SELECT total_length FROM corpus_stats WHERE tenant_id = $1`, 4},
+		{`SELECT clock FROM memory_users WHERE tenant_id = $1`, 6},
+		{`SELECT seq FROM tenant_heads WHERE tenant_id = $1`, 1},
 	}
 	for _, ch := range checks {
 		var n int64
-		if err := db.Pool.QueryRow(ctx, ch.sql).Scan(&n); err != nil {
+		if err := db.Pool.QueryRow(ctx, ch.sql, nt.TenantID).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", ch.sql, err)
 		}
 		if n != ch.want {
@@ -108,10 +110,11 @@ func TestCaptureAllOrNothing(t *testing.T) {
 	if err == nil {
 		t.Fatal("capture with an invalid item succeeded")
 	}
-	for _, q := range []string{`SELECT count(*) FROM messages`, `SELECT count(*) FROM items`, `SELECT count(*) FROM term_stats`,
-		`SELECT clock FROM memory_users`, `SELECT seq FROM tenant_heads`} {
+	for _, q := range []string{`SELECT count(*) FROM messages WHERE tenant_id = $1`, `SELECT count(*) FROM items WHERE tenant_id = $1`,
+		`SELECT count(*) FROM term_stats WHERE tenant_id = $1`, `SELECT clock FROM memory_users WHERE tenant_id = $1`,
+		`SELECT seq FROM tenant_heads WHERE tenant_id = $1`} {
 		var n int64
-		if err := db.Pool.QueryRow(ctx, q).Scan(&n); err != nil {
+		if err := db.Pool.QueryRow(ctx, q, nt.TenantID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 0 {
@@ -133,7 +136,7 @@ func TestKeys(t *testing.T) {
 		t.Fatalf("resolve: %+v %v", k, err)
 	}
 	var stored []byte
-	if err := db.Pool.QueryRow(ctx, `SELECT key_hash FROM api_keys`).Scan(&stored); err != nil {
+	if err := db.Pool.QueryRow(ctx, `SELECT key_hash FROM api_keys WHERE tenant_id = $1`, nt.TenantID).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if string(stored) == nt.Key || len(stored) != 32 {

@@ -23,8 +23,8 @@ type PurgeReport struct {
 }
 
 const (
-	lockUserSQL        = `SELECT id FROM memory_users WHERE tenant_id = $1 AND id = $2 FOR UPDATE`
-	purgeTermStatsSQL  = `WITH gone AS (
+	lockUserSQL       = `SELECT id FROM memory_users WHERE tenant_id = $1 AND id = $2 FOR UPDATE`
+	purgeTermStatsSQL = `WITH gone AS (
 			SELECT r.dict_version, t.term_id, count(*) AS n
 			FROM retrieval_rows r JOIN items i ON i.tenant_id = r.tenant_id AND i.id = r.item_id,
 			     unnest(r.term_ids) AS t(term_id)

@@ -109,6 +109,18 @@ func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	if exists {
 		return name, nil
 	}
+	// Templates of older schemas are of no further use.
+	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'ptemplate\\_%' AND datname NOT LIKE $1", name+"%")
+	if err != nil {
+		return "", err
+	}
+	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	for _, s := range stale {
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{s}.Sanitize()+" WITH (FORCE)")
+	}
 	building := name + "_build"
 	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()+" WITH (FORCE)")
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
