@@ -2,8 +2,8 @@ package memory_test
 
 import (
 	"context"
-	"os"
 	"hash/fnv"
+	"os"
 	"sort"
 	"strings"
 	"testing"
