@@ -20,3 +20,5 @@ func (simpleDict) Version() int                                    { return 1 }
 func (simpleDict) Terms(tokens []string) ([]uint32, []uint16, int) { return nil, nil, len(tokens) }
 
 func newAnalysis() (simpleAnalysis, simpleDict, error) { return simpleAnalysis{}, simpleDict{}, nil }
+
+func (simpleDict) QueryTerms(tokens []string) []uint32 { return nil }

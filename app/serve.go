@@ -94,6 +94,9 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	if err := px.Drain(sctx); err != nil {
+		return fmt.Errorf("shutdown: reply captures still running: %w", err)
+	}
 	return nil
 }
 

@@ -20,6 +20,7 @@ type Directory interface {
 	ResolveKey(ctx context.Context, key string) (store.KeyIdentity, error)
 	EnsureUser(ctx context.Context, tenantID int64, name string) (int64, error)
 	EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error)
+	RecordRequest(ctx context.Context, r store.RequestRecord) error
 }
 
 // Header names are a contract with harnesses; the README documents them.

@@ -130,7 +130,14 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 			return err
 		}
 		reply, err := p.forward(c, t, out)
-		p.captureReply(t, reply)
+		status := responseStatus(c, err)
+		// The reply is out; storing it must not hold the response open.
+		p.after.Add(1)
+		go func() {
+			defer p.after.Done()
+			p.captureReply(t, reply)
+			p.record(t, reply, status)
+		}()
 		return err
 	}
 }
@@ -165,6 +172,7 @@ func liveItems(c *store.Captured) []int64 {
 type reply struct {
 	text        string
 	interrupted bool
+	usage       usage
 }
 
 func (p *Proxy) captureReply(t *turn, r reply) {
@@ -194,4 +202,33 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 		return nil, errBadRequest("could not read request body")
 	}
 	return b, nil
+}
+
+func responseStatus(c echo.Context, err error) int {
+	var ae *APIError
+	if err != nil && !c.Response().Committed && errors.As(err, &ae) {
+		return ae.Status
+	}
+	if err != nil && !c.Response().Committed {
+		return http.StatusInternalServerError
+	}
+	return c.Response().Status
+}
+
+// record keeps the request's figures for the console, off the client's
+// context: it runs after the reply went out.
+func (p *Proxy) record(t *turn, r reply, status int) {
+	rec := store.RequestRecord{
+		TenantID: t.who.TenantID, RequestID: t.rid, UserID: t.who.UserID, Dialect: t.in.dialect.String(),
+		Provider: t.up.provider, Model: t.in.model, Status: status, Streamed: t.in.stream,
+		TokensIn: r.usage.in, TokensOut: r.usage.out, DurationMS: float64(time.Since(t.start).Microseconds()) / 1000,
+	}
+	if t.frame != nil {
+		rec.FrameItems, rec.FrameTokens = t.frame.Items, t.frame.Tokens
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
+	defer cancel()
+	if err := p.dir.RecordRequest(ctx, rec); err != nil {
+		p.log.Warn("record request failed", "request_id", t.rid, "err", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -41,6 +42,20 @@ type Proxy struct {
 	mem    Memory
 	log    *slog.Logger
 	client *http.Client
+	// after tracks reply captures still running once their response ended.
+	after sync.WaitGroup
+}
+
+// Drain waits for reply captures still in flight, for a clean shutdown.
+func (p *Proxy) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { p.after.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // New builds the proxy.

@@ -2,12 +2,12 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -88,9 +88,12 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 	}
 	res := c.Response()
 	copyResponseHeaders(res.Header(), resp.Header)
+	res.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	res.WriteHeader(resp.StatusCode)
 	_, _ = res.Write(b)
-	return reply{text: replyText(t.up.dialect, b)}, nil
+	r := reply{text: replyText(t.up.dialect, b)}
+	r.usage = readUsage(b)
+	return r, nil
 }
 
 // relayStream forwards the provider's events one by one, flushing each as
@@ -118,28 +121,26 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 		}
 		if err != nil {
 			if c.Request().Context().Err() != nil {
-				return reply{text: acc.text.String(), interrupted: true}, nil
+				return acc.reply(true), nil
 			}
-			return reply{text: acc.text.String(), interrupted: true},
-				&APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream broke off before its end"}
+			return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream broke off before its end"}
 		}
 		acc.add(ev)
 		if _, err := res.Write(ev.Raw); err != nil {
-			return reply{text: acc.text.String(), interrupted: true}, nil
+			return acc.reply(true), nil
 		}
 		if err := rc.Flush(); err != nil {
-			return reply{text: acc.text.String(), interrupted: true}, nil
+			return acc.reply(true), nil
 		}
 	}
 	switch {
 	case acc.failed:
 		// The provider's own error event already reached the client.
-		return reply{text: acc.text.String(), interrupted: true}, nil
+		return acc.reply(true), nil
 	case !acc.done:
-		return reply{text: acc.text.String(), interrupted: true},
-			&APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream ended without its terminator"}
+		return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream ended without its terminator"}
 	}
-	return reply{text: acc.text.String()}, nil
+	return acc.reply(false), nil
 }
 
 // accumulator follows a stream of one dialect: the reply text, whether the
@@ -147,9 +148,50 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 type accumulator struct {
 	dialect Dialect
 	text    strings.Builder
+	usage   usage
 	done    bool
 	failed  bool
 	stopped bool // a stop/finish reason was seen
+}
+
+func (a *accumulator) reply(interrupted bool) reply {
+	return reply{text: a.text.String(), interrupted: interrupted, usage: a.usage}
+}
+
+// usage is the provider's token accounting of one reply.
+type usage struct {
+	in, out int
+}
+
+// wireUsage covers both dialects' usage objects.
+type wireUsage struct {
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+func (w *wireUsage) merge(u *usage) {
+	if w == nil {
+		return
+	}
+	if n := w.InputTokens + w.PromptTokens; n > 0 {
+		u.in = n
+	}
+	if n := w.OutputTokens + w.CompletionTokens; n > 0 {
+		u.out = n
+	}
+}
+
+func readUsage(body []byte) usage {
+	var r struct {
+		Usage *wireUsage `json:"usage"`
+	}
+	var u usage
+	if json.Unmarshal(body, &r) == nil {
+		r.Usage.merge(&u)
+	}
+	return u
 }
 
 func newAccumulator(d Dialect) *accumulator { return &accumulator{dialect: d} }
@@ -168,8 +210,23 @@ func (a *accumulator) add(ev sse.Event) {
 			if json.Unmarshal(ev.Data, &d) == nil && d.Delta.Type == "text_delta" {
 				a.text.WriteString(d.Delta.Text)
 			}
+		case "message_start":
+			var m struct {
+				Message struct {
+					Usage *wireUsage `json:"usage"`
+				} `json:"message"`
+			}
+			if json.Unmarshal(ev.Data, &m) == nil {
+				m.Message.Usage.merge(&a.usage)
+			}
 		case "message_delta":
 			a.stopped = true
+			var m struct {
+				Usage *wireUsage `json:"usage"`
+			}
+			if json.Unmarshal(ev.Data, &m) == nil {
+				m.Usage.merge(&a.usage)
+			}
 		case "message_stop":
 			a.done = a.stopped
 		case "error":
@@ -182,6 +239,7 @@ func (a *accumulator) add(ev sse.Event) {
 			return
 		}
 		var ch struct {
+			Usage   *wireUsage      `json:"usage"`
 			Error   json.RawMessage `json:"error"`
 			Choices []struct {
 				Delta struct {
@@ -197,6 +255,7 @@ func (a *accumulator) add(ev sse.Event) {
 			a.failed = true
 			return
 		}
+		ch.Usage.merge(&a.usage)
 		for _, c := range ch.Choices {
 			a.text.WriteString(c.Delta.Content)
 			if c.FinishReason != nil && *c.FinishReason != "" {
@@ -250,4 +309,3 @@ func redactURL(err error) string {
 	return "connection failed"
 }
 
-var _ = context.Background
