@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 GOFILES = $(shell find . -name '*.go' -not -path './.data/*' -not -path './node_modules/*')
 
-.PHONY: run test build vet fmtcheck generate bench clean
+.PHONY: run test build vet fmtcheck generate bench clean deps
 
 run:
 	$(GO) run ./cmd/perpetuity dev
@@ -18,7 +18,18 @@ fmtcheck:
 vet:
 	$(GO) vet ./...
 
-test: fmtcheck vet
+# deps installs what the browser tests need (Debian's Chromium) when missing.
+deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "the browser tests need Chromium: sudo apt-get install chromium"; exit 1; fi; }
+
+generate:
+	$(GO) tool templ generate
+
+test: fmtcheck vet deps
 	@DATABASE_URL="$$($(GO) run ./cmd/perpetuity devdb)" || exit 1; \
 	export DATABASE_URL; \
 	$(GO) test -count=1 -timeout 14m ./...

@@ -46,7 +46,10 @@ func commands() map[string]command {
 		"dev":     {"find or start PostgreSQL, create a demo tenant once, and serve (make run)", runDev},
 		"migrate": {"apply (up) or revert (down [N]) schema migrations", runMigrate},
 		"tenant":  {"manage tenants: tenant create NAME", runTenant},
+		"admin":   {"admin create EMAIL: create a platform admin (password on standard input)", runAdmin},
 		"devdb":   {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},
+		"eval":    {"recall benchmark: eval locomo [--json] [--samples N] [--questions N] FILE", runEval},
+		"import":  {"import conversation history: import --tenant ID [--user NAME] FILE", runImport},
 	}
 }
 

@@ -1,16 +1,20 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations"
+	"github.com/perpetuity/perpetuity/web"
 )
 
 func runMigrate(ctx context.Context, e env, args []string) error {
@@ -160,4 +164,38 @@ func demoTenant(ctx context.Context, db *store.DB, path string) (store.NewTenant
 	}
 	b, _ := json.Marshal(nt)
 	return nt, os.WriteFile(path, b, 0o600)
+}
+
+func runAdmin(ctx context.Context, e env, args []string) error {
+	if len(args) != 2 || args[0] != "create" {
+		return UsageError{"usage: perpetuity admin create EMAIL  (password read from standard input)"}
+	}
+	pw, err := readPassword(e.stdin)
+	if err != nil {
+		return err
+	}
+	_, db, err := openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := web.CreatePlatformAdmin(ctx, db, args[1], pw); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "platform admin %s created\n", args[1])
+	return nil
+}
+
+// readPassword takes the first line of standard input, so the password
+// never appears in the process list or shell history.
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read password: %w", err)
+	}
+	pw := strings.TrimRight(line, "\r\n")
+	if pw == "" {
+		return "", UsageError{"admin create: give the password on standard input"}
+	}
+	return pw, nil
 }

@@ -7,15 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/importer"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations"
 	"github.com/perpetuity/perpetuity/proxy"
+	"github.com/perpetuity/perpetuity/web"
 )
 
 func runServe(ctx context.Context, e env, args []string) error {
@@ -51,11 +53,10 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 		return err
 	}
 	defer db.Close()
-	an, dict, err := newAnalysis()
+	eng, err := newImportEngine(cfg, db)
 	if err != nil {
 		return err
 	}
-	eng := memory.New(db, an, dict, memory.Options{Ceiling: cfg.FrameCeiling})
 	px := proxy.New(proxy.Config{
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		MaxBodyBytes: cfg.MaxBodyBytes, CaptureTimeout: cfg.CaptureTimeout, FrameCeiling: cfg.FrameCeiling,
@@ -66,7 +67,16 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	ec.HTTPErrorHandler = errorHandler(ec, log)
 	ec.Use(middleware.Recover())
 	px.Register(ec)
+	mountImport(ec, importer.New(db, eng), px.Identify, cfg.MaxBodyBytes)
 	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+	console, err := web.New(web.Config{
+		PublicURL:     cfg.PublicURL,
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+	}, db, nil, log)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	console.Register(ec)
 
 	srv := &http.Server{
 		Handler: ec,

@@ -155,10 +155,11 @@ func (db *DB) TouchKey(ctx context.Context, tenantID, keyID int64) error {
 	})
 }
 
-const ensureUserSQL = `WITH ins AS (
-		INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $2)
-		ON CONFLICT (tenant_id, name) DO NOTHING RETURNING id)
-	SELECT id FROM ins UNION ALL SELECT id FROM memory_users WHERE tenant_id = $1 AND name = $2 LIMIT 1`
+// The no-op update on conflict makes the statement return the existing row
+// even when a concurrent insert of the same name committed after this
+// statement's snapshot (DO NOTHING would return no row at all).
+const ensureUserSQL = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $2)
+	ON CONFLICT (tenant_id, name) DO UPDATE SET name = EXCLUDED.name RETURNING id`
 
 // EnsureUser returns the id of the tenant's memory user with this name,
 // creating it on first sight.
@@ -173,11 +174,8 @@ func (db *DB) EnsureUser(ctx context.Context, tenantID int64, name string) (int6
 	return id, nil
 }
 
-const ensureConversationSQL = `WITH ins AS (
-		INSERT INTO conversations (tenant_id, user_id, ext_key, title) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (tenant_id, user_id, ext_key) DO NOTHING RETURNING id)
-	SELECT id FROM ins UNION ALL
-	SELECT id FROM conversations WHERE tenant_id = $1 AND user_id = $2 AND ext_key = $3 LIMIT 1`
+const ensureConversationSQL = `INSERT INTO conversations (tenant_id, user_id, ext_key, title) VALUES ($1, $2, $3, $4)
+	ON CONFLICT (tenant_id, user_id, ext_key) DO UPDATE SET ext_key = EXCLUDED.ext_key RETURNING id`
 
 // EnsureConversation returns the id of the user's conversation with this
 // key, creating it on first sight.

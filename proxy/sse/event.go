@@ -14,6 +14,8 @@ type Event struct {
 	// ID is the "id:" field, if any.
 	ID string
 	// Raw is the exact bytes of the event as received, including the blank
-	// line that ended it, so it can be relayed byte for byte.
+	// line that ended it, so it can be relayed byte for byte. Comment-only
+	// blocks (keep-alives) that came before the event are included at its
+	// start (see Parser). Data may share Raw's backing array.
 	Raw []byte
 }

@@ -1,0 +1,447 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory/importer"
+	"github.com/perpetuity/perpetuity/memory/importer/locomo"
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/memory/text"
+	"github.com/perpetuity/perpetuity/proxy"
+	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+)
+
+// evalCeilings are the fixed frame budgets of the bench README's table.
+var evalCeilings = []int{500, 1000, 2000, 4000, 8000}
+
+// probeHeader ties an upstream request to its probe. The proxy forwards
+// headers it does not own, so the fake provider sees it.
+const probeHeader = "X-Eval-Probe"
+
+const evalUsage = "eval locomo [--json] [--samples N] [--questions N] [--concurrency N] FILE"
+
+// runEval is `perpetuity eval locomo FILE`: the recall benchmark of the bench
+// README, self-contained. It starts the real server in-process on a loopback
+// port with a recording fake provider as upstream, imports every sample as
+// one memory user of one scratch tenant through the HTTP import endpoint,
+// asks every question with evidence in probe mode through the proxy (once
+// with the frame the server chooses, once per fixed budget), and scores what
+// the provider received. The scratch tenant is removed afterwards.
+func runEval(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 || args[0] != "locomo" {
+		return UsageError{"usage: perpetuity " + evalUsage}
+	}
+	fs := newFlags(e, "eval locomo", evalUsage)
+	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
+	nSamples := fs.Int("samples", 0, "only the first N samples (0: all)")
+	nQuestions := fs.Int("questions", 0, "at most N questions with evidence per sample (0: all)")
+	conc := fs.Int("concurrency", 4, "questions asked at once")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || *nSamples < 0 || *nQuestions < 0 || *conc < 1 {
+		fs.Usage()
+		return UsageError{"usage: perpetuity " + evalUsage}
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	samples, err := locomo.Load(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+	}
+	if *nSamples > 0 && *nSamples < len(samples) {
+		samples = samples[:*nSamples]
+	}
+	if len(samples) == 0 {
+		return fmt.Errorf("%s: no LoCoMo samples", fs.Arg(0))
+	}
+	start := time.Now()
+	scored, err := evalLocomo(ctx, e, samples, evalOptions{questions: *nQuestions, concurrency: *conc})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(locomo.Summarize(scored, evalCeilings))
+	}
+	locomo.WriteTable(e.stdout, scored, evalCeilings, len(samples), time.Since(start))
+	return nil
+}
+
+type evalOptions struct {
+	questions   int // per sample, 0: all
+	concurrency int
+}
+
+// probe is one question asked under one budget (0: the server chooses).
+type probe struct {
+	sample   string
+	question string
+	category int
+	evidence []string // verbatim texts of the evidence turns, as imported
+	budget   int
+
+	// Written by the fake provider's hook.
+	seen   bool
+	found  int
+	tokens int
+	err    error
+}
+
+// evalLocomo runs the benchmark and returns the scored probes.
+func evalLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOptions) ([]locomo.Scored, error) {
+	counter, err := text.NewCounter()
+	if err != nil {
+		return nil, err
+	}
+	probes, skipped, dropped := buildProbes(samples, opt.questions)
+	if len(probes) == 0 {
+		return nil, errors.New("no question has evidence that names an existing turn: nothing to score")
+	}
+	if skipped > 0 || dropped > 0 {
+		fmt.Fprintf(e.stderr, "eval: %d questions without usable evidence skipped; %d evidence ids name no turn and were left out\n", skipped, dropped)
+	}
+
+	var mu sync.Mutex
+	var sinceReset atomic.Int64
+	fake := fakeprovider.New()
+	fake.SetDefault(func(r fakeprovider.Recorded) fakeprovider.Reply {
+		if sinceReset.Add(1)%256 == 0 {
+			fake.Reset() // scoring happens here; the fake need not keep every body
+		}
+		i, err := strconv.Atoi(r.Header.Get(probeHeader))
+		if err != nil || i < 0 || i >= len(probes) {
+			return fakeprovider.Reply{}
+		}
+		p := &probes[i]
+		found, tokens, serr := locomo.ScoreRequest(r.Body, p.question, p.evidence, counter.Count)
+		mu.Lock()
+		p.seen, p.found, p.tokens, p.err = true, found, tokens, serr
+		mu.Unlock()
+		return fakeprovider.Reply{Text: "ok"}
+	})
+	upstream := httptest.NewServer(fake)
+	defer upstream.Close()
+
+	base, stop, err := startEvalServer(ctx, e, upstream.URL+"/v1")
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	u, err := databaseURL(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	nt, err := db.CreateTenant(ctx, "eval-locomo "+time.Now().UTC().Format(time.RFC3339), "eval")
+	if err != nil {
+		return nil, fmt.Errorf("create scratch tenant: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := db.DeleteTenant(dctx, nt.TenantID); err != nil {
+			fmt.Fprintf(e.stderr, "eval: could not remove scratch tenant %d: %v\n", nt.TenantID, err)
+		}
+	}()
+
+	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{
+		Proxy: nil, MaxIdleConnsPerHost: opt.concurrency + 1,
+	}}
+	defer client.CloseIdleConnections()
+	keyBase := base + "/k/" + nt.Key
+	bar := newProgress(e.stderr)
+	imported, err := importSamples(ctx, client, keyBase+"/perpetuity/import", samples, bar)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "eval: imported %d conversations, %d turns\n", imported.Conversations, imported.Turns+imported.Duplicates)
+
+	chatURL := keyBase + "/v1/chat/completions"
+	if err := warmUp(ctx, client, chatURL, samples); err != nil {
+		return nil, err
+	}
+	if err := askAll(ctx, client, chatURL, probes, opt.concurrency, bar); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	scored := make([]locomo.Scored, len(probes))
+	for i := range probes {
+		p := &probes[i]
+		if !p.seen {
+			return nil, fmt.Errorf("the provider never received question %q of %s (budget %d)", p.question, p.sample, p.budget)
+		}
+		if p.err != nil {
+			return nil, fmt.Errorf("question %q of %s: upstream request: %w", p.question, p.sample, p.err)
+		}
+		scored[i] = locomo.Scored{Category: p.category, Budget: p.budget, Evidence: len(p.evidence), Found: p.found, Tokens: p.tokens}
+	}
+	return scored, nil
+}
+
+// buildProbes makes one probe per question with evidence and budget.
+func buildProbes(samples []locomo.Sample, perSample int) (probes []probe, skipped, dropped int) {
+	for i := range samples {
+		s := &samples[i]
+		n := 0
+		for _, q := range s.Questions {
+			dropped += len(q.Dropped)
+			if len(q.Evidence) == 0 {
+				skipped++
+				continue
+			}
+			if perSample > 0 && n >= perSample {
+				continue
+			}
+			n++
+			ev := make([]string, len(q.Evidence))
+			for j, id := range q.Evidence {
+				t, _ := s.Turn(id)
+				ev[j] = t.Text
+			}
+			for _, b := range append([]int{0}, evalCeilings...) {
+				probes = append(probes, probe{sample: s.ID, question: q.Text, category: q.Category, evidence: ev, budget: b})
+			}
+		}
+	}
+	return probes, skipped, dropped
+}
+
+// startEvalServer runs the real server on a loopback port with upstream as
+// its OpenAI base URL, and returns its base URL and a stop function.
+func startEvalServer(ctx context.Context, e env, openAIBase string) (string, func(), error) {
+	u, err := databaseURL(ctx, e)
+	if err != nil {
+		return "", nil, err
+	}
+	getenv := func(k string) string {
+		switch k {
+		case "DATABASE_URL":
+			return u
+		case "PERPETUITY_ADDR":
+			return "127.0.0.1:0"
+		case "PERPETUITY_OPENAI_BASE_URL":
+			return openAIBase
+		case "PERPETUITY_LOG_LEVEL":
+			return "warn"
+		}
+		return e.getenv(k)
+	}
+	cfg, err := LoadConfig(getenv)
+	if err != nil {
+		return "", nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- serve(sctx, env{getenv: getenv, stdin: e.stdin, stdout: e.stderr, stderr: e.stderr}, cfg, func(a string) { ready <- a })
+	}()
+	select {
+	case addr := <-ready:
+		stop := func() {
+			cancel()
+			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintf(e.stderr, "eval: server: %v\n", err)
+			}
+		}
+		return "http://" + addr, stop, nil
+	case err := <-errc:
+		cancel()
+		return "", nil, fmt.Errorf("start server: %w", err)
+	case <-ctx.Done():
+		cancel()
+		<-errc
+		return "", nil, ctx.Err()
+	}
+}
+
+// importSamples posts each sample's sessions to the import endpoint.
+func importSamples(ctx context.Context, client *http.Client, url string, samples []locomo.Sample, bar *progress) (importer.Result, error) {
+	var total importer.Result
+	for i := range samples {
+		bar.update("import", i, len(samples))
+		var body bytes.Buffer
+		if err := locomo.WriteJSONL(&body, samples[i].Conversations()); err != nil {
+			return total, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, &body)
+		if err != nil {
+			return total, err
+		}
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := client.Do(req)
+		if err != nil {
+			return total, fmt.Errorf("import %s: %w", samples[i].ID, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return total, fmt.Errorf("import %s: %s: %s", samples[i].ID, resp.Status, bytes.TrimSpace(b))
+		}
+		var r importer.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return total, fmt.Errorf("import %s: answer %q: %w", samples[i].ID, b, err)
+		}
+		total.Conversations += r.Conversations
+		total.Turns += r.Turns
+		total.Duplicates += r.Duplicates
+	}
+	bar.update("import", len(samples), len(samples))
+	bar.done()
+	return total, nil
+}
+
+// askAll sends every probe through the proxy, concurrency at a time; the
+// first failure stops the rest.
+func askAll(ctx context.Context, client *http.Client, url string, probes []probe, concurrency int, bar *progress) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	var done atomic.Int64
+	for w := 0; w < concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if err := ask(ctx, client, url, i, &probes[i]); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					continue
+				}
+				bar.update("probes", int(done.Add(1)), len(probes))
+			}
+		}()
+	}
+feed:
+	for i := range probes {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	bar.done()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// warmUp asks one unscored question per user, one at a time, so each
+// user's probe conversation exists before concurrent probes name it: the
+// store's find-or-create of a conversation can fail when two requests
+// create the same one at once.
+func warmUp(ctx context.Context, client *http.Client, url string, samples []locomo.Sample) error {
+	for i := range samples {
+		p := probe{sample: samples[i].ID, question: "Hello?"}
+		if err := ask(ctx, client, url, -1, &p); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	return nil
+}
+
+func ask(ctx context.Context, client *http.Client, url string, i int, p *probe) error {
+	body, err := json.Marshal(map[string]any{
+		"model":      "gpt-4o-mini",
+		"max_tokens": 16,
+		"messages":   []map[string]string{{"role": "user", "content": p.question}},
+	})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Authorization", "Bearer sk-eval-fake")
+	h.Set(proxy.HeaderMode, "probe")
+	h.Set(proxy.HeaderUser, p.sample)
+	// One empty conversation per user to ask from, so probes do not each
+	// leave a conversation row behind.
+	h.Set(proxy.HeaderConversation, "eval-probe")
+	if p.budget > 0 {
+		h.Set(proxy.HeaderFrameBudget, strconv.Itoa(p.budget))
+	}
+	if i >= 0 {
+		h.Set(probeHeader, strconv.Itoa(i))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask %q: %w", p.question, err)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("ask %q (budget %d): %s: %s", p.question, p.budget, resp.Status, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+// progress draws a one-line bar on stderr, at most ten times a second.
+type progress struct {
+	w    io.Writer
+	mu   sync.Mutex
+	last time.Time
+	line bool
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w} }
+
+func (p *progress) update(what string, n, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n < total && time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	const width = 30
+	fill := 0
+	if total > 0 {
+		fill = n * width / total
+	}
+	bar := bytes.Repeat([]byte{' '}, width)
+	for i := 0; i < fill; i++ {
+		bar[i] = '='
+	}
+	fmt.Fprintf(p.w, "\r%-7s [%s] %d/%d", what, bar, n, total)
+	p.line = true
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.line {
+		fmt.Fprintln(p.w)
+		p.line = false
+	}
+}

@@ -1,0 +1,203 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/perpetuity/perpetuity/memory/importer/locomo"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
+)
+
+// locomoFixture is a two-sample file with the defects of the real data
+// (odd evidence ids, questions without evidence, a date without a session,
+// a session without a date, an image turn, an empty turn).
+const locomoFixture = "../memory/importer/locomo/testdata/defects.json"
+
+func testEnv(vars map[string]string, stdout, stderr *bytes.Buffer) env {
+	return env{getenv: func(k string) string { return vars[k] }, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}
+}
+
+// TestEvalLocomoEndToEnd runs the whole eval against a real database: the
+// real server, the fake provider, import over HTTP, probes through the proxy.
+func TestEvalLocomoEndToEnd(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dbURL := dbtest.New(t)
+	var stdout, stderr bytes.Buffer
+	err := runEval(ctx, testEnv(map[string]string{"DATABASE_URL": dbURL}, &stdout, &stderr), []string{"locomo", "--json", locomoFixture})
+	if err != nil {
+		t.Fatalf("eval: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var got locomo.Summary
+	dec := json.NewDecoder(&stdout)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("output is not the summary JSON: %v\n%s", err, stdout.String())
+	}
+	// Categories 1-4 with evidence: six of s-1 (three have none, one is
+	// category 5) and two of s-2.
+	if got.Questions != 8 {
+		t.Errorf("questions = %d, want 8", got.Questions)
+	}
+	for _, c := range []string{"1", "2", "3", "4", "5"} {
+		if _, ok := got.ByCategory[c]; !ok {
+			t.Errorf("by_category lacks %s", c)
+		}
+	}
+	for _, b := range []string{"500", "1000", "2000", "4000", "8000"} {
+		m, ok := got.Ceilings[b]
+		if !ok {
+			t.Errorf("ceilings lacks %s", b)
+			continue
+		}
+		if m.TokensMean <= 0 || float64(m.TokensP95) < m.TokensMean*0.5 {
+			t.Errorf("ceiling %s tokens: %+v", b, m)
+		}
+	}
+	// The whole file is a few hundred tokens: with 8000 to spend, every
+	// evidence turn (the image turn with its caption, the quoted and
+	// multi-line turns) must be found in what the provider received.
+	if m := got.Ceilings["8000"]; m.Recall != 1 || m.AllEvidence != 1 {
+		t.Errorf("at 8000 tokens recall %.3f all-evidence %.3f, want 1 and 1\nstderr:\n%s", m.Recall, m.AllEvidence, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "3 questions without usable evidence skipped; 2 evidence ids name no turn") {
+		t.Errorf("stderr does not report the skipped questions:\n%s", stderr.String())
+	}
+
+	// The scratch tenant is gone, and with it everything imported.
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{`SELECT count(*) FROM tenants`, `SELECT count(*) FROM messages`, `SELECT count(*) FROM items`} {
+		var n int
+		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%s = %d after the eval, want 0", q, n)
+		}
+	}
+}
+
+func TestEvalUsage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notJSON := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(notJSON, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte("[]"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args  []string
+		usage bool
+		want  string
+	}{
+		{[]string{}, true, "usage: perpetuity eval locomo"},
+		{[]string{"mteb", "x"}, true, "usage: perpetuity eval locomo"},
+		{[]string{"locomo"}, true, "usage"},
+		{[]string{"locomo", "--concurrency", "0", locomoFixture}, true, "usage"},
+		{[]string{"locomo", filepath.Join(dir, "missing.json")}, false, "no such file"},
+		{[]string{"locomo", notJSON}, false, "want a JSON list of LoCoMo samples"},
+		{[]string{"locomo", empty}, false, "no LoCoMo samples"},
+	}
+	for _, tc := range cases {
+		var out, errb bytes.Buffer
+		err := runEval(context.Background(), testEnv(nil, &out, &errb), tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+			continue
+		}
+		if got := ExitCode(err) == 2; got != tc.usage {
+			t.Errorf("%v: usage error %v, want %v", tc.args, got, tc.usage)
+		}
+	}
+}
+
+// TestImportCommand lives here because this helper may only add eval_test.go
+// to app; it belongs in importcmd_test.go.
+func TestImportCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := dbtest.New(t)
+	vars := map[string]string{"DATABASE_URL": dbURL}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, testEnv(vars, &stdout, &stderr), []string{"tenant", "create", "--json", "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	var nt struct {
+		TenantID int64 `json:"tenant_id"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &nt); err != nil {
+		t.Fatal(err)
+	}
+	tenant := strconv.FormatInt(nt.TenantID, 10)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	lines := `{"conversation": "c1", "user": "caroline", "turns": [{"role": "user", "speaker": "Caroline", "text": "I paint sunsets.", "at": "2023-05-08T13:56:00Z"}, {"role": "assistant", "text": "Lovely.", "at": "2023-05-08T13:57:00Z"}]}
+{"conversation": "c2", "turns": [{"role": "user", "text": "Bob here.", "at": "2023-05-09T10:00:00Z"}]}
+`
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(good, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(strings.Replace(lines, `"Bob here."`, `"Bob here.", "mood": 1`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM messages`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+		wantOut string
+		stored  int
+	}{
+		{"no tenant", []string{good}, "usage", "", 0},
+		{"bad format", []string{"--tenant", tenant, "--format", "chatgpt", good}, "not supported", "", 0},
+		{"no user for line 2", []string{"--tenant", tenant, good}, "line 2: user: required", "", 0},
+		{"bad line imports nothing", []string{"--tenant", tenant, "--user", "bob", bad}, `line 2: unknown field "mood" (nothing was imported)`, "", 0},
+		{"good", []string{"--tenant", tenant, "--user", "bob", good}, "", "imported 2 conversations into tenant " + tenant + ": 3 turns stored, 0 already present", 3},
+		{"again", []string{"--tenant", tenant, "--user", "bob", good}, "", "3 already present", 3},
+	}
+	for _, tc := range cases { // in order: each case sees what the earlier ones stored
+		stdout.Reset()
+		err := runImport(ctx, testEnv(vars, &stdout, &stderr), tc.args)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.wantErr)
+		}
+		if !strings.Contains(stdout.String(), tc.wantOut) {
+			t.Errorf("%s: stdout %q, want %q", tc.name, stdout.String(), tc.wantOut)
+		}
+		if n := count(); n != tc.stored {
+			t.Errorf("%s: %d messages stored, want %d", tc.name, n, tc.stored)
+		}
+	}
+}

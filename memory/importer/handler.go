@@ -1,0 +1,74 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/memory"
+)
+
+// errorBody is the JSON of a failed import: the line at fault (0 when the
+// failure is not tied to a line) and what was stored before it.
+type errorBody struct {
+	Error struct {
+		Message string `json:"message"`
+		Line    int    `json:"line,omitempty"`
+	} `json:"error"`
+	Result
+}
+
+// Handler serves POST .../perpetuity/import: the body is the JSONL format,
+// the answer {"conversations": n, "turns": n, "duplicates": n}. resolve
+// authenticates the caller and names the tenant and the default user (its
+// errors are returned as they are, for the service's error handler). The
+// whole body is checked before anything is stored: any bad line is a 400
+// naming the line, and nothing is imported. The import runs detached from
+// the client connection, so a hang-up does not stop it half-way through a
+// conversation.
+func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, error), maxBytes int64) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		who, err := resolve(c)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxBytes))
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fail(c, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds %d bytes; split the file", maxBytes), Result{})
+		}
+		if err != nil {
+			return fail(c, http.StatusBadRequest, fmt.Errorf("read body: %w", err), Result{})
+		}
+		if err := Check(bytes.NewReader(body), who); err != nil {
+			return fail(c, http.StatusBadRequest, err, Result{})
+		}
+		ctx := context.WithoutCancel(c.Request().Context())
+		res, err := im.Import(ctx, who, bytes.NewReader(body), nil)
+		if err != nil {
+			status := http.StatusInternalServerError
+			var le *LineError
+			if errors.As(err, &le) {
+				status = http.StatusBadRequest
+			}
+			return fail(c, status, err, res)
+		}
+		return c.JSON(http.StatusOK, res)
+	}
+}
+
+func fail(c echo.Context, status int, err error, res Result) error {
+	var b errorBody
+	b.Error.Message = err.Error()
+	var le *LineError
+	if errors.As(err, &le) {
+		b.Error.Line = le.Line
+	}
+	b.Result = res
+	return c.JSON(status, b)
+}

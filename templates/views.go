@@ -1,0 +1,224 @@
+// Package templates renders the console's pages as templ components. It
+// knows nothing of HTTP, sessions or SQL: handlers in web hand it plain view
+// values (strings already formatted, numbers already computed) and it turns
+// them into HTML and server-drawn SVG. Every element a test looks for carries
+// a data-testid attribute. No inline script or style anywhere, so the
+// console's CSP can forbid both.
+package templates
+
+import "github.com/perpetuity/perpetuity/web/heat"
+
+// Roles, as stored on accounts and bound in Casbin.
+const (
+	RolePlatformAdmin = "platform_admin"
+	RoleTenantAdmin   = "tenant_admin"
+	RoleTenantMember  = "tenant_member"
+)
+
+// Page is what the layout of every signed-in page needs.
+type Page struct {
+	Title      string
+	Nav        string // which navigation entry is current
+	CSRF       string // token for forms and htmx requests
+	Email      string // signed-in account
+	Role       string
+	TenantName string // empty for a platform admin who has not entered a tenant
+	Notice     string // one-line confirmation after an action
+}
+
+// IsAdmin reports whether the page may offer changes.
+func (p Page) IsAdmin() bool { return p.Role == RoleTenantAdmin || p.Role == RolePlatformAdmin }
+
+// IsPlatform reports whether the account is a platform admin.
+func (p Page) IsPlatform() bool { return p.Role == RolePlatformAdmin }
+
+// AuthForm is the sign-up, sign-in and invitation forms' state.
+type AuthForm struct {
+	CSRF   string
+	Error  string
+	Team   string
+	Email  string
+	Token  string // invitation token (invitation form only)
+	Tenant string // invitation form: the team joined
+	Role   string // invitation form: the role offered
+}
+
+// Connect is what an agent needs to reach its proxy. Key is set only in the
+// response that created it; otherwise the snippets show a placeholder.
+type Connect struct {
+	Key           string
+	KeyName       string
+	KeyPrefix     string
+	UserName      string
+	OpenAIBase    string
+	AnthropicBase string
+}
+
+// Stat is one figure on the overview.
+type Stat struct {
+	ID    string
+	Label string
+	Value string
+}
+
+// Series is one line or set of bars in a chart.
+type Series struct {
+	Name   string
+	Color  string
+	Values []float64
+}
+
+// Chart is a small chart over days; a single series draws bars, several
+// draw lines.
+type Chart struct {
+	ID     string
+	Title  string
+	Unit   string
+	Labels []string
+	Series []Series
+}
+
+// Overview is the tenant's front page.
+type Overview struct {
+	Days   int
+	Stats  []Stat
+	Charts []Chart
+}
+
+// Option is one choice in a select.
+type Option struct {
+	Value    string
+	Label    string
+	Selected bool
+}
+
+// KeyRow is one API key; the key itself is never shown again.
+type KeyRow struct {
+	ID       int64
+	Name     string
+	Prefix   string
+	User     string
+	UserID   int64
+	Created  string
+	LastUsed string
+	Revoked  string // when, or empty while live
+}
+
+// Keys is the API keys page.
+type Keys struct {
+	Rows  []KeyRow
+	Users []Option
+	New   *Connect // the key just created, shown once
+	Error string
+}
+
+// UserRow is one memory user.
+type UserRow struct {
+	ID            int64
+	Name          string
+	Display       string
+	Items         int64
+	Conversations int64
+	Clock         int64
+	LastActive    string
+}
+
+// ConversationRow is one conversation of a memory user.
+type ConversationRow struct {
+	ID      int64
+	Title   string
+	Items   int64
+	Last    string
+	Started string
+}
+
+// UserDetail is one memory user's page.
+type UserDetail struct {
+	User          UserRow
+	Conversations []ConversationRow
+	Keys          []KeyRow
+}
+
+// Item is one stored item as the memory browser shows it.
+type Item struct {
+	ID             int64
+	ConversationID int64
+	Conversation   string
+	Role           string
+	Speaker        string
+	Part           int
+	Text           string
+	When           string // relative, e.g. "3 days ago"
+	WhenExact      string
+	Terms          []string
+	Heat           heat.Trajectory
+}
+
+// Memory is the memory browser: one user's memory, searched.
+type Memory struct {
+	Users  []Option
+	UserID int64
+	Query  string
+	Items  []Item
+	Error  string
+}
+
+// Conversation is every turn of one conversation with its heat.
+type Conversation struct {
+	ID     int64
+	Title  string
+	User   string
+	UserID int64
+	Items  []Item
+}
+
+// AccountRow is one console account of the tenant.
+type AccountRow struct {
+	ID         int64
+	Email      string
+	Role       string
+	Created    string
+	LastSignIn string
+	Disabled   bool
+	Self       bool
+}
+
+// InviteRow is one pending invitation.
+type InviteRow struct {
+	Email   string
+	Role    string
+	Expires string
+}
+
+// Accounts is the team's accounts page.
+type Accounts struct {
+	Rows      []AccountRow
+	Invites   []InviteRow
+	InviteURL string // the link just created, shown once
+	Error     string
+}
+
+// AuditRow is one audit entry.
+type AuditRow struct {
+	At      string
+	Actor   string
+	Action  string
+	Target  string
+	Detail  string
+	Address string
+}
+
+// Audit is the audit log page.
+type Audit struct {
+	Rows []AuditRow
+	Next string // link to older entries, empty at the end
+}
+
+// TenantRow is one tenant in the platform admin's list.
+type TenantRow struct {
+	ID       int64
+	Name     string
+	Created  string
+	Accounts int64
+	Current  bool
+}

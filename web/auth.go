@@ -1,0 +1,385 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/alexedwards/argon2id"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/templates"
+)
+
+const (
+	minPassword = 12
+	// maxPassword bounds what is hashed; argon2id itself takes any length
+	// (no 72-byte cut like bcrypt), this only keeps hashing cheap to ask for.
+	maxPassword = 1024
+	// firstUserName is the memory user a new tenant's first key is bound to.
+	firstUserName = "default"
+)
+
+// normEmail is how addresses are compared: trimmed, lower-cased.
+func normEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// checkEmail accepts a bare address (no display name) of sane length.
+func checkEmail(email string) string {
+	if len(email) < 3 || len(email) > 254 || !utf8.ValidString(email) {
+		return "Enter a valid email address."
+	}
+	a, err := mail.ParseAddress(email)
+	if err != nil || a.Address != email || a.Name != "" {
+		return "Enter a valid email address."
+	}
+	return ""
+}
+
+func checkPassword(pw string) string {
+	switch {
+	case !utf8.ValidString(pw):
+		return "The password is not valid text."
+	case utf8.RuneCountInString(pw) < minPassword:
+		return fmt.Sprintf("Use a password of at least %d characters.", minPassword)
+	case len(pw) > maxPassword:
+		return fmt.Sprintf("Use a password of at most %d bytes.", maxPassword)
+	}
+	return ""
+}
+
+// checkSignUp validates the sign-up form; the empty string means valid.
+func checkSignUp(team, email, pw string) string {
+	if team == "" || utf8.RuneCountInString(team) > 200 || !utf8.ValidString(team) || strings.ContainsAny(team, "\x00\r\n") {
+		return "Enter a team name of up to 200 characters."
+	}
+	if m := checkEmail(email); m != "" {
+		return m
+	}
+	return checkPassword(pw)
+}
+
+func isUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation
+}
+
+const (
+	emailTakenSQL     = `SELECT EXISTS (SELECT 1 FROM console_accounts WHERE lower(email) = $1)`
+	insertAccountSQL  = `INSERT INTO console_accounts (tenant_id, email, password_hash, role) VALUES ($1, $2, $3, $4) RETURNING id`
+	deleteTenantSQL   = `DELETE FROM tenants WHERE id = $1`
+	accountByEmailSQL = `SELECT id, coalesce(tenant_id, 0), password_hash, role, disabled_at IS NOT NULL FROM console_accounts WHERE lower(email) = $1`
+	signedInSQL       = `UPDATE console_accounts SET last_sign_in_at = now() WHERE id = $1`
+)
+
+func (c *Console) signUpForm(ec echo.Context) error {
+	if sessionOf(ec) != nil {
+		return ec.Redirect(http.StatusSeeOther, "/console")
+	}
+	return c.render(ec, http.StatusOK, templates.SignUp(templates.AuthForm{CSRF: csrfOf(ec)}))
+}
+
+// signUp creates a tenant, its first memory user and key, and its first
+// admin account, signs the admin in, and answers with the connect page
+// carrying the key: the only time it is ever shown.
+func (c *Console) signUp(ec echo.Context) error {
+	ctx := ec.Request().Context()
+	team := strings.TrimSpace(ec.FormValue("team"))
+	email := normEmail(ec.FormValue("email"))
+	pw := ec.FormValue("password")
+	form := templates.AuthForm{CSRF: csrfOf(ec), Team: team, Email: email}
+	again := func(status int, msg string) error {
+		form.Error = msg
+		return c.render(ec, status, templates.SignUp(form))
+	}
+	if msg := checkSignUp(team, email, pw); msg != "" {
+		return again(http.StatusBadRequest, msg)
+	}
+	addr := clientAddress(ec)
+	scope := "signup:" + addr
+	if lim, retry, err := c.limited(ctx, scope, c.cfg.SignUpPerAddress, c.cfg.SignUpWindow); err != nil {
+		return c.internal(ec, err)
+	} else if lim {
+		ec.Response().Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())))
+		return again(http.StatusTooManyRequests, "Too many sign-ups from your address; try again later.")
+	}
+	if err := c.hit(ctx, scope); err != nil {
+		return c.internal(ec, err)
+	}
+	var taken bool
+	if err := c.db.Pool.QueryRow(ctx, emailTakenSQL, email).Scan(&taken); err != nil {
+		return c.internal(ec, err)
+	}
+	if taken {
+		return again(http.StatusConflict, "An account with this email exists already; sign in instead.")
+	}
+	hash, err := argon2id.CreateHash(pw, c.cfg.Argon2)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	nt, err := c.db.CreateTenant(ctx, team, firstUserName)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	var accountID int64
+	err = c.db.InTenant(ctx, nt.TenantID, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, insertAccountSQL, nt.TenantID, email, hash, templates.RoleTenantAdmin).Scan(&accountID); err != nil {
+			return err
+		}
+		return writeAudit(ctx, tx, auditEntry{
+			TenantID: nt.TenantID, ActorID: accountID, ActorEmail: email, Action: "tenant.signup",
+			Target: team, Detail: map[string]any{"key_prefix": store.ShortPrefix(nt.Key), "user": nt.UserName}, Address: addr,
+		})
+	})
+	if err != nil {
+		// CreateTenant committed on its own: take the tenant back out so a
+		// lost race on the email leaves no orphan team behind.
+		if _, derr := c.db.Pool.Exec(context.WithoutCancel(ctx), deleteTenantSQL, nt.TenantID); derr != nil {
+			c.log.Error("remove tenant after failed sign-up", "err", derr, "tenant", nt.TenantID)
+		}
+		if isUniqueViolation(err) {
+			return again(http.StatusConflict, "An account with this email exists already; sign in instead.")
+		}
+		return c.internal(ec, err)
+	}
+	if err := c.startSession(ctx, ec, accountID, nt.TenantID); err != nil {
+		return c.internal(ec, err)
+	}
+	s := &session{AccountID: accountID, Email: email, Role: templates.RoleTenantAdmin, HomeTenant: nt.TenantID, TenantID: nt.TenantID, TenantName: team}
+	conn := c.connectFor(nt.Key, "first key", nt.UserName)
+	return c.render(ec, http.StatusCreated, templates.ConnectPage(c.page(ec, s, "Welcome", "connect"), conn, true))
+}
+
+// connectFor is the connect view for a key (empty: placeholder).
+func (c *Console) connectFor(key, name, user string) templates.Connect {
+	v := templates.Connect{
+		Key: key, KeyName: name, UserName: user,
+		OpenAIBase:    c.cfg.PublicURL + "/k/{key}/v1",
+		AnthropicBase: c.cfg.PublicURL + "/k/{key}",
+	}
+	if key != "" {
+		v.KeyPrefix = store.ShortPrefix(key)
+	}
+	return v
+}
+
+func (c *Console) signInForm(ec echo.Context) error {
+	if sessionOf(ec) != nil {
+		return ec.Redirect(http.StatusSeeOther, "/console")
+	}
+	return c.render(ec, http.StatusOK, templates.SignIn(templates.AuthForm{CSRF: csrfOf(ec)}))
+}
+
+// signIn checks the password under two throttles (the account, the client
+// address), counts failures, and on success issues a fresh session.
+func (c *Console) signIn(ec echo.Context) error {
+	ctx := ec.Request().Context()
+	email := normEmail(ec.FormValue("email"))
+	pw := ec.FormValue("password")
+	addr := clientAddress(ec)
+	form := templates.AuthForm{CSRF: csrfOf(ec), Email: email}
+	again := func(status int, msg string) error {
+		form.Error = msg
+		return c.render(ec, status, templates.SignIn(form))
+	}
+	acctScope, addrScope := "account:"+email, "address:"+addr
+	for _, t := range []struct {
+		scope string
+		limit int
+	}{{acctScope, c.cfg.SignInPerAccount}, {addrScope, c.cfg.SignInPerAddress}} {
+		lim, retry, err := c.limited(ctx, t.scope, t.limit, c.cfg.SignInWindow)
+		if err != nil {
+			return c.internal(ec, err)
+		}
+		if lim {
+			ec.Response().Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())))
+			return again(http.StatusTooManyRequests, "Too many failed sign-ins; try again in "+retry.Round(time.Second).String()+".")
+		}
+	}
+	var (
+		id, tenantID  int64
+		hash, role    string
+		disabled      bool
+		known, okPass bool
+	)
+	err := c.db.Pool.QueryRow(ctx, accountByEmailSQL, email).Scan(&id, &tenantID, &hash, &role, &disabled)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		hash = c.dummyHash
+	case err != nil:
+		return c.internal(ec, err)
+	default:
+		known = true
+	}
+	if len(pw) <= maxPassword {
+		okPass, err = argon2id.ComparePasswordAndHash(pw, hash)
+		if err != nil {
+			return c.internal(ec, err)
+		}
+	}
+	if !known || !okPass || disabled {
+		if err := c.hit(ctx, acctScope, addrScope); err != nil {
+			return c.internal(ec, err)
+		}
+		if known {
+			action := "signin.failed"
+			if disabled && okPass {
+				action = "signin.disabled"
+			}
+			c.recordOrLog(ctx, auditEntry{TenantID: tenantID, ActorID: id, ActorEmail: email, Action: action, Address: addr})
+		}
+		return again(http.StatusUnauthorized, "Email or password is wrong.")
+	}
+	if err := c.clearThrottle(ctx, acctScope); err != nil {
+		return c.internal(ec, err)
+	}
+	if err := c.startSession(ctx, ec, id, tenantID); err != nil {
+		return c.internal(ec, err)
+	}
+	if _, err := c.db.Pool.Exec(ctx, signedInSQL, id); err != nil {
+		c.log.Warn("record sign-in time", "err", err)
+	}
+	c.recordOrLog(ctx, auditEntry{TenantID: tenantID, ActorID: id, ActorEmail: email, Action: "signin", Address: addr})
+	if tenantID == 0 {
+		return ec.Redirect(http.StatusSeeOther, "/platform/tenants")
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console")
+}
+
+func (c *Console) signOut(ec echo.Context) error {
+	ctx := ec.Request().Context()
+	s := sessionOf(ec)
+	if s == nil {
+		return ec.Redirect(http.StatusSeeOther, "/signin")
+	}
+	if err := c.endSession(ctx, ec, s); err != nil {
+		return c.internal(ec, err)
+	}
+	c.recordOrLog(ctx, actor(ec, s, "signout", "", nil))
+	return ec.Redirect(http.StatusSeeOther, "/signin")
+}
+
+const (
+	inviteByTokenSQL = `SELECT i.tenant_id, i.id, i.email, i.role, t.name
+FROM console_invites i JOIN tenants t ON t.id = i.tenant_id
+WHERE i.token_hash = $1 AND i.accepted_at IS NULL AND i.expires_at > now()`
+	claimInviteSQL = `UPDATE console_invites SET accepted_at = now()
+WHERE tenant_id = $1 AND id = $2 AND accepted_at IS NULL AND expires_at > now()`
+)
+
+type pendingInvite struct {
+	TenantID int64
+	ID       int64
+	Email    string
+	Role     string
+	Tenant   string
+}
+
+func (c *Console) lookupInvite(ctx context.Context, token string) (pendingInvite, error) {
+	var inv pendingInvite
+	hash, ok := hashToken(token)
+	if !ok {
+		return inv, store.ErrNotFound
+	}
+	err := c.db.Pool.QueryRow(ctx, inviteByTokenSQL, hash).Scan(&inv.TenantID, &inv.ID, &inv.Email, &inv.Role, &inv.Tenant)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return inv, store.ErrNotFound
+	}
+	return inv, err
+}
+
+func (c *Console) inviteForm(ec echo.Context) error {
+	token := ec.Param("token")
+	inv, err := c.lookupInvite(ec.Request().Context(), token)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	return c.render(ec, http.StatusOK, templates.AcceptInvite(templates.AuthForm{
+		CSRF: csrfOf(ec), Email: inv.Email, Token: token, Tenant: inv.Tenant, Role: inv.Role,
+	}))
+}
+
+// acceptInvite turns an invitation into an account and signs it in; the
+// invitation is claimed in the same transaction, so a link works once.
+func (c *Console) acceptInvite(ec echo.Context) error {
+	ctx := ec.Request().Context()
+	token := ec.Param("token")
+	inv, err := c.lookupInvite(ctx, token)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	form := templates.AuthForm{CSRF: csrfOf(ec), Email: inv.Email, Token: token, Tenant: inv.Tenant, Role: inv.Role}
+	pw := ec.FormValue("password")
+	if msg := checkPassword(pw); msg != "" {
+		form.Error = msg
+		return c.render(ec, http.StatusBadRequest, templates.AcceptInvite(form))
+	}
+	hash, err := argon2id.CreateHash(pw, c.cfg.Argon2)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	var id int64
+	err = c.db.InTenant(ctx, inv.TenantID, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, claimInviteSQL, inv.TenantID, inv.ID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrNotFound
+		}
+		if err := tx.QueryRow(ctx, insertAccountSQL, inv.TenantID, inv.Email, hash, inv.Role).Scan(&id); err != nil {
+			return err
+		}
+		return writeAudit(ctx, tx, auditEntry{
+			TenantID: inv.TenantID, ActorID: id, ActorEmail: inv.Email, Action: "account.join",
+			Target: inv.Email, Detail: map[string]any{"role": inv.Role}, Address: clientAddress(ec),
+		})
+	})
+	if isUniqueViolation(err) {
+		form.Error = "An account with this email exists already; sign in instead."
+		return c.render(ec, http.StatusConflict, templates.AcceptInvite(form))
+	}
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	if err := c.startSession(ctx, ec, id, inv.TenantID); err != nil {
+		return c.internal(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console")
+}
+
+// CreatePlatformAdmin creates an account that administers every tenant.
+// `perpetuity admin create EMAIL` calls it with a password read from
+// standard input.
+func CreatePlatformAdmin(ctx context.Context, db *store.DB, email, password string) error {
+	email = normEmail(email)
+	if msg := checkEmail(email); msg != "" {
+		return errors.New(msg)
+	}
+	if msg := checkPassword(password); msg != "" {
+		return errors.New(msg)
+	}
+	hash, err := argon2id.CreateHash(password, argon2id.DefaultParams)
+	if err != nil {
+		return fmt.Errorf("hash password: %w", err)
+	}
+	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		var id int64
+		if err := tx.QueryRow(ctx, insertAccountSQL, nil, email, hash, templates.RolePlatformAdmin).Scan(&id); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("an account with email %s exists already", email)
+			}
+			return fmt.Errorf("create platform admin: %w", err)
+		}
+		return writeAudit(ctx, tx, auditEntry{ActorID: id, ActorEmail: email, Action: "platform.admin.create", Target: email})
+	})
+}

@@ -1,0 +1,210 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/templates"
+)
+
+const (
+	listKeysSQL = `SELECT k.id, k.name, k.prefix, k.user_id, u.name, k.created_at, k.last_used_at, k.revoked_at
+FROM api_keys k JOIN memory_users u ON u.tenant_id = k.tenant_id AND u.id = k.user_id
+WHERE k.tenant_id = $1 AND ($2::bigint = 0 OR k.user_id = $2) AND ($3::bigint = 0 OR k.id = $3)
+ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC, k.id DESC`
+	listUserNamesSQL = `SELECT id, name FROM memory_users WHERE tenant_id = $1 ORDER BY name, id`
+	userExistsSQL    = `SELECT name FROM memory_users WHERE tenant_id = $1 AND id = $2`
+)
+
+type keyRow struct {
+	ID       int64
+	Name     string
+	Prefix   string
+	UserID   int64
+	User     string
+	Created  time.Time
+	LastUsed *time.Time
+	Revoked  *time.Time
+}
+
+// listKeys reads the tenant's keys, optionally only one user's or one key.
+func (c *Console) listKeys(ctx context.Context, tenantID, userID, keyID int64) ([]templates.KeyRow, error) {
+	var rows []keyRow
+	err := c.db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		r, err := tx.Query(ctx, listKeysSQL, tenantID, userID, keyID)
+		if err != nil {
+			return err
+		}
+		rows, err = pgx.CollectRows(r, pgx.RowToStructByPos[keyRow])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := make([]templates.KeyRow, len(rows))
+	for i, k := range rows {
+		out[i] = templates.KeyRow{
+			ID: k.ID, Name: k.Name, Prefix: k.Prefix, User: k.User, UserID: k.UserID,
+			Created: exact(k.Created), LastUsed: agoPtr(k.LastUsed, now),
+		}
+		if k.Revoked != nil {
+			out[i].Revoked = exact(*k.Revoked)
+		}
+	}
+	return out, nil
+}
+
+type userName struct {
+	ID   int64
+	Name string
+}
+
+func (c *Console) userOptions(ctx context.Context, tenantID, selected int64) ([]templates.Option, error) {
+	var users []userName
+	err := c.db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		r, err := tx.Query(ctx, listUserNamesSQL, tenantID)
+		if err != nil {
+			return err
+		}
+		users, err = pgx.CollectRows(r, pgx.RowToStructByPos[userName])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]templates.Option, len(users))
+	for i, u := range users {
+		out[i] = templates.Option{Value: strconv.FormatInt(u.ID, 10), Label: u.Name, Selected: u.ID == selected}
+	}
+	return out, nil
+}
+
+// memoryUserName finds a memory user of the tenant; ErrNotFound otherwise,
+// which is what another tenant's user id gets.
+func (c *Console) memoryUserName(ctx context.Context, tenantID, userID int64) (string, error) {
+	var name string
+	err := c.db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, userExistsSQL, tenantID, userID).Scan(&name)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", store.ErrNotFound
+	}
+	return name, err
+}
+
+func (c *Console) keysView(ctx context.Context, s *session) (templates.Keys, error) {
+	rows, err := c.listKeys(ctx, s.TenantID, 0, 0)
+	if err != nil {
+		return templates.Keys{}, err
+	}
+	users, err := c.userOptions(ctx, s.TenantID, 0)
+	if err != nil {
+		return templates.Keys{}, err
+	}
+	return templates.Keys{Rows: rows, Users: users}, nil
+}
+
+func (c *Console) keys(ec echo.Context, s *session) error {
+	v, err := c.keysView(ec.Request().Context(), s)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	return c.render(ec, http.StatusOK, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
+}
+
+// createKey issues a key bound to an existing memory user of the tenant or
+// to a new one, and shows it once with its proxy URLs.
+func (c *Console) createKey(ec echo.Context, s *session) error {
+	ctx := ec.Request().Context()
+	name := strings.TrimSpace(ec.FormValue("name"))
+	userField := ec.FormValue("user_id")
+	newUser := strings.TrimSpace(ec.FormValue("new_user"))
+	problem := ""
+	if utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) {
+		problem = "Use a key name of up to 100 characters."
+	}
+	var userID int64
+	var user string
+	switch {
+	case problem != "":
+	case userField == "new" || (userField == "" && newUser != ""):
+		if newUser == "" || utf8.RuneCountInString(newUser) > 200 || !utf8.ValidString(newUser) {
+			problem = "Name the new memory user (up to 200 characters)."
+			break
+		}
+		id, err := c.db.EnsureUser(ctx, s.TenantID, newUser)
+		if err != nil {
+			return c.internal(ec, err)
+		}
+		userID, user = id, newUser
+	default:
+		id, err := strconv.ParseInt(userField, 10, 64)
+		if err != nil || id <= 0 {
+			problem = "Choose the memory user the key is for."
+			break
+		}
+		n, err := c.memoryUserName(ctx, s.TenantID, id)
+		if err != nil {
+			return c.internal(ec, err)
+		}
+		userID, user = id, n
+	}
+	if problem != "" {
+		v, err := c.keysView(ctx, s)
+		if err != nil {
+			return c.internal(ec, err)
+		}
+		v.Error = problem
+		return c.render(ec, http.StatusBadRequest, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
+	}
+	if name == "" {
+		name = "key for " + user
+	}
+	keyID, key, err := c.db.CreateKey(ctx, s.TenantID, userID, name)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	c.recordOrLog(ctx, actor(ec, s, "key.create", name, map[string]any{
+		"key_id": keyID, "key_prefix": store.ShortPrefix(key), "user": user,
+	}))
+	v, err := c.keysView(ctx, s)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	conn := c.connectFor(key, name, user)
+	v.New = &conn
+	return c.render(ec, http.StatusCreated, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
+}
+
+func (c *Console) revokeKey(ec echo.Context, s *session) error {
+	ctx := ec.Request().Context()
+	id, err := strconv.ParseInt(ec.Param("id"), 10, 64)
+	if err != nil {
+		return c.notFound(ec)
+	}
+	if err := c.db.RevokeKey(ctx, s.TenantID, id); err != nil {
+		return c.internal(ec, err)
+	}
+	rows, err := c.listKeys(ctx, s.TenantID, 0, id)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	if len(rows) != 1 {
+		return c.notFound(ec)
+	}
+	c.recordOrLog(ctx, actor(ec, s, "key.revoke", rows[0].Name, map[string]any{"key_id": id, "key_prefix": rows[0].Prefix}))
+	if isHTMX(ec) {
+		return c.render(ec, http.StatusOK, templates.KeyRowFragment(c.page(ec, s, "", ""), rows[0]))
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/keys?done=revoke")
+}

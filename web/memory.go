@@ -1,0 +1,120 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/templates"
+	"github.com/perpetuity/perpetuity/web/heat"
+)
+
+// Memory is what the memory browser needs from the memory engine. The
+// console ships NewSQLMemory; the engine can take its place with retrieval
+// exactly as serving sees it. Both calls are tenant-scoped and return
+// store.ErrNotFound for anything outside tenantID.
+type Memory interface {
+	// Search returns userID's items that best answer query, best first,
+	// with heat as userID sees it; an empty query gives the latest items.
+	Search(ctx context.Context, tenantID, userID int64, query string, limit int) ([]Item, error)
+	// Conversation returns every item of one conversation in order, with
+	// heat as the conversation's owner sees it.
+	Conversation(ctx context.Context, tenantID, conversationID int64) ([]Item, error)
+}
+
+// Item is one stored item with what the browser shows about it.
+type Item struct {
+	ID             int64
+	UserID         int64
+	ConversationID int64
+	Conversation   string // title, or the conversation key
+	Role           string // user or assistant
+	Speaker        string
+	Part           int // chunk index within its message
+	Text           string
+	BornAt         time.Time
+	Terms          []string        // retrieval terms, as the active dictionary sees them
+	Heat           heat.Trajectory // born hot, reheats, decay, now
+}
+
+const (
+	searchLimit    = 50
+	maxQueryLength = 500
+)
+
+func toView(items []Item, now time.Time) []templates.Item {
+	out := make([]templates.Item, len(items))
+	for i, it := range items {
+		out[i] = templates.Item{
+			ID: it.ID, ConversationID: it.ConversationID, Conversation: it.Conversation,
+			Role: it.Role, Speaker: it.Speaker, Part: it.Part, Text: it.Text,
+			When: ago(it.BornAt, now), WhenExact: exact(it.BornAt), Terms: it.Terms, Heat: it.Heat,
+		}
+	}
+	return out
+}
+
+// memory is the memory browser. The user comes from ?user= (checked to be
+// the tenant's) or is the first user; htmx searches get only the results.
+func (c *Console) memory(ec echo.Context, s *session) error {
+	ctx := ec.Request().Context()
+	var userID int64
+	if u := ec.QueryParam("user"); u != "" {
+		id, err := strconv.ParseInt(u, 10, 64)
+		if err != nil || id <= 0 {
+			return c.notFound(ec)
+		}
+		if _, err := c.memoryUserName(ctx, s.TenantID, id); err != nil {
+			return c.internal(ec, err)
+		}
+		userID = id
+	}
+	users, err := c.userOptions(ctx, s.TenantID, userID)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	if userID == 0 && len(users) > 0 {
+		userID, _ = strconv.ParseInt(users[0].Value, 10, 64)
+		users[0].Selected = true
+	}
+	q := strings.TrimSpace(ec.QueryParam("q"))
+	v := templates.Memory{Users: users, UserID: userID, Query: q}
+	switch {
+	case utf8.RuneCountInString(q) > maxQueryLength || !utf8.ValidString(q):
+		v.Error = "Use a shorter search."
+	case userID != 0:
+		items, err := c.mem.Search(ctx, s.TenantID, userID, q, searchLimit)
+		if err != nil {
+			return c.internal(ec, err)
+		}
+		v.Items = toView(items, time.Now())
+	}
+	if isHTMX(ec) {
+		return c.render(ec, http.StatusOK, templates.MemoryResults(v))
+	}
+	return c.render(ec, http.StatusOK, templates.MemoryPage(c.page(ec, s, "Memory", "memory"), v))
+}
+
+// conversation shows every turn of one conversation with its heat.
+func (c *Console) conversation(ec echo.Context, s *session) error {
+	ctx := ec.Request().Context()
+	id, err := strconv.ParseInt(ec.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return c.notFound(ec)
+	}
+	meta, err := c.conversationMeta(ctx, s.TenantID, id)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	items, err := c.mem.Conversation(ctx, s.TenantID, id)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	v := templates.Conversation{ID: meta.ID, Title: meta.Title, User: meta.User, UserID: meta.UserID, Items: toView(items, time.Now())}
+	return c.render(ec, http.StatusOK, templates.ConversationPage(c.page(ec, s, meta.Title, "memory"), v))
+}

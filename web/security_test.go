@@ -1,0 +1,173 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/perpetuity/perpetuity/web"
+	"github.com/perpetuity/perpetuity/web/webtest"
+)
+
+func TestSecurityHeadersAndNoInlineCode(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, webtest.Options{})
+	tm := signUpTeam(t, srv, "Headers")
+	_, convID := storeTurn(t, srv, webtest.Turn{TenantID: tm.tenantID, UserID: tm.userID, Conversation: "c1", Role: "user", Text: "hello there", Peak: 1})
+	pages := []string{
+		"/signin", "/signup", "/console", "/console/connect", "/console/keys", "/console/users",
+		"/console/memory", "/console/accounts", "/console/audit",
+		"/console/conversations/" + itoa(convID), "/console/users/" + itoa(tm.userID), "/static/htmx.min.js",
+	}
+	anon := srv.NewClient(t)
+	for _, path := range pages {
+		cl := tm.admin
+		if path == "/signin" || path == "/signup" {
+			cl = anon
+		}
+		p := cl.Get(path)
+		if p.Status != http.StatusOK {
+			t.Fatalf("GET %s = %d", path, p.Status)
+		}
+		csp := p.Header.Get("Content-Security-Policy")
+		for _, want := range []string{"frame-ancestors 'none'", "script-src 'self'", "style-src 'self'", "default-src 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("GET %s: CSP %q lacks %q", path, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+			t.Errorf("GET %s: CSP allows inline code: %q", path, csp)
+		}
+		if got := p.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s: X-Content-Type-Options %q", path, got)
+		}
+		if strings.HasPrefix(path, "/static/") {
+			continue
+		}
+		if got := p.Header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("GET %s: Cache-Control %q, want no-store", path, got)
+		}
+		if n := p.Doc.Find("script:not([src])").Length(); n != 0 {
+			t.Errorf("GET %s: %d inline scripts", path, n)
+		}
+		if n := p.Doc.Find("[style]").Length(); n != 0 {
+			t.Errorf("GET %s: %d style attributes", path, n)
+		}
+		if n := p.Doc.Find("style").Length(); n != 0 {
+			t.Errorf("GET %s: %d style elements", path, n)
+		}
+		p.Doc.Find("*").Each(func(_ int, s *goquery.Selection) {
+			for _, a := range s.Nodes[0].Attr {
+				if strings.HasPrefix(strings.ToLower(a.Key), "on") || strings.HasPrefix(a.Key, "hx-on") {
+					t.Errorf("GET %s: inline handler %s=%q", path, a.Key, a.Val)
+				}
+			}
+		})
+		p.Doc.Find("script[src]").Each(func(_ int, s *goquery.Selection) {
+			if src, _ := s.Attr("src"); !strings.HasPrefix(src, "/static/") {
+				t.Errorf("GET %s: script from %q, want the binary's own /static/", path, src)
+			}
+		})
+	}
+}
+
+func TestCookieFlags(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		secure  bool
+		session string
+	}{
+		{"plain http", false, "pp_session"},
+		{"behind TLS", true, "__Host-pp_session"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := webtest.Start(t, webtest.Options{Config: func(cfg *web.Config) { cfg.SecureCookies = c.secure }})
+			cl := srv.NewClient(t)
+			// Read Set-Cookie directly: the jar would drop Secure cookies over http.
+			form := cl.Get("/signup")
+			var csrf *http.Cookie
+			for _, ck := range (&http.Response{Header: form.Header}).Cookies() {
+				csrf = ck
+			}
+			if csrf == nil || !csrf.HttpOnly || csrf.SameSite != http.SameSiteStrictMode || csrf.Secure != c.secure {
+				t.Fatalf("CSRF cookie %+v", csrf)
+			}
+			if c.secure {
+				cl.SetCookie(csrf.Name, csrf.Value) // the jar refuses Secure cookies over http
+			}
+			p := cl.Post("/signup", url.Values{"team": {"T"}, "email": {"flags@example.com"}, "password": {password}})
+			if p.Status != http.StatusCreated {
+				t.Fatalf("sign-up status %d", p.Status)
+			}
+			var sess *http.Cookie
+			for _, ck := range (&http.Response{Header: p.Header}).Cookies() {
+				if ck.Name == c.session {
+					sess = ck
+				}
+			}
+			if sess == nil {
+				t.Fatalf("no %s cookie in %v", c.session, p.Header.Values("Set-Cookie"))
+			}
+			if !sess.HttpOnly || sess.SameSite != http.SameSiteLaxMode || sess.Secure != c.secure || sess.Path != "/" {
+				t.Fatalf("session cookie %+v", sess)
+			}
+			if got := p.Header.Get("Strict-Transport-Security"); (got != "") != c.secure {
+				t.Fatalf("HSTS %q with secure=%v", got, c.secure)
+			}
+		})
+	}
+}
+
+func TestCSRFRejection(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, webtest.Options{})
+	tm := signUpTeam(t, srv, "Csrf")
+	tm.admin.Get("/console/keys")
+	good := tm.admin.CSRF
+	if good == "" {
+		t.Fatal("no CSRF token on the keys page")
+	}
+	before := tm.admin.Get("/console/keys").TestID("key-row").Length()
+
+	anon := srv.NewClient(t)
+	anon.Get("/signin")
+	cases := []struct {
+		name   string
+		cl     *webtest.Client
+		path   string
+		form   url.Values
+		header http.Header
+		status int
+	}{
+		{"no token", tm.admin, "/console/keys", url.Values{"_csrf": {""}, "name": {"x"}, "user_id": {itoa(tm.userID)}}, nil, http.StatusForbidden},
+		{"wrong token", tm.admin, "/console/keys", url.Values{"_csrf": {good + "x"}, "name": {"x"}, "user_id": {itoa(tm.userID)}}, nil, http.StatusForbidden},
+		{"anonymous cookie's token in a session", tm.admin, "/console/keys", url.Values{"_csrf": {anon.CSRF}, "user_id": {itoa(tm.userID)}}, nil, http.StatusForbidden},
+		{"cross-site", tm.admin, "/console/keys", url.Values{"_csrf": {good}, "user_id": {itoa(tm.userID)}}, http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"sign-in without token", anon, "/signin", url.Values{"_csrf": {""}, "email": {tm.email}, "password": {password}}, nil, http.StatusForbidden},
+		{"sign-out without token", tm.admin, "/signout", url.Values{"_csrf": {""}}, nil, http.StatusForbidden},
+		{"header token accepted", tm.admin, "/console/keys", url.Values{"_csrf": {""}, "user_id": {itoa(tm.userID)}}, http.Header{"X-Csrf-Token": {good}}, http.StatusCreated},
+	}
+	for _, c := range cases {
+		h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+		for k, v := range c.header {
+			h[k] = v
+		}
+		p := c.cl.Do(http.MethodPost, c.path, strings.NewReader(c.form.Encode()), h)
+		if p.Status != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, p.Status, c.status)
+		}
+	}
+	after := tm.admin.Get("/console/keys").TestID("key-row").Length()
+	if after != before+1 {
+		t.Fatalf("keys %d -> %d: only the request with a valid token may create one", before, after)
+	}
+	if p := tm.admin.Get("/console"); p.Status != http.StatusOK {
+		t.Fatalf("session ended by a forged sign-out: %d", p.Status)
+	}
+}
