@@ -308,4 +308,3 @@ func redactURL(err error) string {
 	}
 	return "connection failed"
 }
-
