@@ -1,24 +1,33 @@
 package app
 
 import (
-	"strings"
-	"unicode"
+	"context"
+	"fmt"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/memory/text"
 )
 
-// TEMPORARY until memory/text and memory/dict land (this session).
-type simpleAnalysis struct{}
+// activeDictionary is the dictionary version serving uses until rollouts
+// (issue 7) make it per tenant.
+const activeDictionary = 1
 
-func (simpleAnalysis) Count(s string) int { return (len(s) + 3) / 4 }
-func (simpleAnalysis) Normalize(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+// newEngine builds the memory engine the way every command needs it: the
+// embedded tokenizer loaded once, the shipped dictionary loaded into the
+// database with its version.
+func newEngine(ctx context.Context, cfg Config, db *store.DB) (*memory.Engine, error) {
+	counter, err := text.NewCounter()
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	d, err := dict.Builtin(activeDictionary)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.EnsureDictionary(ctx, d.Version, d.Name, d.Entries()); err != nil {
+		return nil, err
+	}
+	return memory.New(db, memory.TextAnalyzer{C: counter}, memory.DictTerms{D: d}, memory.Options{Ceiling: cfg.FrameCeiling}), nil
 }
-func (simpleAnalysis) Chunk(s string, _ int) []string { return []string{s} }
-
-type simpleDict struct{}
-
-func (simpleDict) Version() int                                    { return 1 }
-func (simpleDict) Terms(tokens []string) ([]uint32, []uint16, int) { return nil, nil, len(tokens) }
-
-func newAnalysis() (simpleAnalysis, simpleDict, error) { return simpleAnalysis{}, simpleDict{}, nil }
-
-func (simpleDict) QueryTerms(tokens []string) []uint32 { return nil }

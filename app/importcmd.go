@@ -13,7 +13,6 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/importer"
-	"github.com/perpetuity/perpetuity/memory/store"
 )
 
 const importUsage = "import --tenant ID [--user NAME] FILE   (FILE in the JSONL format of the README; - reads stdin)"
@@ -57,7 +56,7 @@ func runImport(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	eng, err := newImportEngine(cfg, db)
+	eng, err := newEngine(ctx, cfg, db)
 	if err != nil {
 		return err
 	}
@@ -96,16 +95,6 @@ func reopenable(e env, name string) (open func() (io.Reader, error), closeFn fun
 		}
 		return f, nil
 	}, func() { f.Close() }, nil
-}
-
-// newImportEngine builds the memory engine as serve does, so imported turns
-// are captured exactly as proxied ones.
-func newImportEngine(cfg Config, db *store.DB) (*memory.Engine, error) {
-	an, dict, err := newAnalysis()
-	if err != nil {
-		return nil, err
-	}
-	return memory.New(db, an, dict, memory.Options{Ceiling: cfg.FrameCeiling}), nil
 }
 
 // mountImport serves the import endpoint beside the proxy routes: the key

@@ -53,7 +53,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 		return err
 	}
 	defer db.Close()
-	eng, err := newImportEngine(cfg, db)
+	eng, err := newEngine(ctx, cfg, db)
 	if err != nil {
 		return err
 	}

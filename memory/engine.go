@@ -18,6 +18,10 @@ type Analyzer interface {
 	Count(s string) int
 	Normalize(s string) []string
 	Chunk(s string, maxTokens int) []string
+	// ChunkContent returns, per chunk, the part that is the turn's content:
+	// harness scaffolding (system reminders, environment dumps) is stored
+	// verbatim but does not crowd retrieval.
+	ChunkContent(s string, chunks []string) []string
 }
 
 // Dictionary derives retrieval rows from stored tokens, and query terms
@@ -47,6 +51,9 @@ type Options struct {
 	Ceiling int
 	// Floor is the smallest budget a frame gets.
 	Floor int
+	// AutoCeiling is the largest budget the score spread alone can give a
+	// frame (a broad question); Ceiling still caps it.
+	AutoCeiling int
 	// Candidates is how many ranked items retrieval considers per turn.
 	Candidates int
 	// Recent is how many items of the current conversation are always shown.
@@ -77,6 +84,9 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	if opt.Floor <= 0 {
 		opt.Floor = 600
+	}
+	if opt.AutoCeiling <= 0 {
+		opt.AutoCeiling = 4000
 	}
 	if opt.Candidates <= 0 {
 		opt.Candidates = 120
@@ -117,8 +127,12 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 		Fingerprint: Fingerprint(m.Role, m.Position, m.Text),
 		Interrupted: m.Interrupted, CreatedAt: m.At,
 	}
-	for _, ch := range chunks {
-		toks := e.an.Normalize(ch)
+	contents := e.an.ChunkContent(m.Text, chunks)
+	// An explicit speaker name is part of what the turn is about ("what did
+	// Caroline paint?"), so its words join the stored tokens.
+	speaker := e.an.Normalize(m.Speaker)
+	for i, ch := range chunks {
+		toks := append(append([]string(nil), speaker...), e.an.Normalize(contents[i])...)
 		n := e.an.Count(ch)
 		ids, freqs, length := e.dict.Terms(toks)
 		c.ClockAdvance += n

@@ -26,7 +26,10 @@ func (wordAnalysis) Normalize(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 func (wordAnalysis) Chunk(s string, _ int) []string { return []string{s} }
-func (wordAnalysis) Version() int                   { return 1 }
+func (wordAnalysis) ChunkContent(_ string, chunks []string) []string {
+	return chunks
+}
+func (wordAnalysis) Version() int { return 1 }
 func (w wordAnalysis) Terms(tokens []string) ([]uint32, []uint16, int) {
 	counts := map[uint32]uint16{}
 	for _, t := range tokens {

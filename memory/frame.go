@@ -27,7 +27,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	terms := e.dict.QueryTerms(e.an.Normalize(q.Live))
+	terms := e.dict.QueryTerms(e.an.Normalize(e.an.ChunkContent(q.Live, []string{q.Live})[0]))
 	var hits []arena.Hit
 	if len(terms) > 0 {
 		hits = r.arena.Search(arena.Query{
@@ -44,7 +44,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	}
 	budget := q.Budget
 	if budget <= 0 {
-		budget = Budget(hits, e.opt.Floor, ceiling)
+		budget = Budget(hits, e.opt.Floor, min(e.opt.AutoCeiling, ceiling))
 	}
 
 	cands := e.candidates(q, hits, in)
@@ -159,7 +159,8 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, budget int
 		if !ok {
 			continue // purged since the arena read it
 		}
-		cost := it.TokenCount + labelTokens
+		// The item's rendered cost, label included, counted as rendered.
+		cost := e.an.Count(label(it.Speaker, it.BornAt, q.Now, it.Interrupted)+it.Body) + 1
 		if !c.mandatory && spent+cost > budget {
 			trimmed = true
 			continue
@@ -170,6 +171,8 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, budget int
 	if len(cands) < len(ids) {
 		trimmed = true
 	}
+	// Headers, the preamble and merged turns cost a little more than the
+	// items alone: render, and drop the least important item until it fits.
 	for {
 		f := e.render(q, chosen, byID, trimmed)
 		if f.Tokens <= budget || !dropLast(&chosen) {
@@ -193,9 +196,6 @@ func dropLast(cs *[]cand) bool {
 	}
 	return false
 }
-
-// labelTokens estimates a rendered label's tokens for the first pass.
-const labelTokens = 16
 
 // Budget maps the spread of the retrieval scores to a token budget: the
 // effective number of matches, exp(entropy) of the top scores normalized to

@@ -35,11 +35,12 @@ func Beats(p float64, a Activation, t int64, tau float64) bool {
 	return p > Heat(a, t, tau)
 }
 
-// RankPeak is the peak a retrieval gives the item it ranked r-th (0 = best).
-// The best matches are reheated above a newborn item (peak 1), so this
-// turn's own retrieval outranks what is merely recent.
+// RankPeak is the peak a retrieval gives the item it ranked r-th (0 = best):
+// above a newborn item's peak for every rank, so this turn's own retrieval
+// outranks what is merely recent, and falling with rank, so the frame is
+// filled in relevance order.
 func RankPeak(rank int) float64 {
-	return 2 / (1 + float64(rank)/8)
+	return 1 + 1/(1+float64(rank)/8)
 }
 
 // BornPeak is the activation every item is born with.

@@ -23,8 +23,9 @@ type Scored struct {
 // Metrics are the bench README's figures over a set of questions.
 type Metrics struct {
 	Questions int `json:"-"`
-	// Recall is the share of evidence turns in the frame, over all evidence
-	// turns of the set (micro-averaged).
+	// Recall is the share of a question's evidence turns in the frame,
+	// averaged over questions (macro), the definition the bench README's
+	// BM25 baseline figures follow.
 	Recall float64 `json:"recall"`
 	// AllEvidence is the share of questions with every evidence turn in the frame.
 	AllEvidence float64 `json:"all_evidence"`
@@ -55,15 +56,19 @@ func counted(cat int) bool { return cat >= 1 && cat <= 4 }
 // Measure computes the metrics of the scored probes that keep says to keep.
 func Measure(all []Scored, keep func(Scored) bool) Metrics {
 	var m Metrics
-	var ev, found, whole int
+	var share float64
+	var whole int
 	var toks []int
 	for _, s := range all {
 		if !keep(s) {
 			continue
 		}
 		m.Questions++
-		ev += s.Evidence
-		found += s.Found
+		if s.Evidence > 0 {
+			share += float64(min(s.Found, s.Evidence)) / float64(s.Evidence)
+		} else {
+			share++
+		}
 		if s.Found >= s.Evidence {
 			whole++
 		}
@@ -72,9 +77,7 @@ func Measure(all []Scored, keep func(Scored) bool) Metrics {
 	if m.Questions == 0 {
 		return m
 	}
-	if ev > 0 {
-		m.Recall = round(float64(found)/float64(ev), 4)
-	}
+	m.Recall = round(share/float64(m.Questions), 4)
 	m.AllEvidence = round(float64(whole)/float64(m.Questions), 4)
 	sum := 0
 	for _, t := range toks {

@@ -1,0 +1,216 @@
+package arena
+
+import (
+	"math"
+	"slices"
+)
+
+// Query asks for the K best items by BM25 among the items of the visible users.
+type Query struct {
+	Terms   []TermID
+	Weights []float32 // per-term weight multiplying its contribution; nil or a missing entry is 1, <= 0 drops the term
+	// Users whose items are visible, normally exactly the asking user. The
+	// arena keeps each user's items together, so visibility is decided per
+	// user before the scan and costs nothing per item.
+	Users    []int64
+	AllUsers bool    // every user of the tenant is visible (Users ignored)
+	Exclude  []int64 // item ids never returned (already shown, forbidden)
+	K        int
+}
+
+// Hit is one ranked item. Index addresses it in the arena (Arena.Item) until
+// the next RemoveUser or Reset.
+type Hit struct {
+	ID    int64
+	Score float32
+	Index int
+}
+
+// bm25 holds a query prepared against one corpus statistic. The same value
+// scores the arena's layout and the reference scorer's Items, through score.
+type bm25 struct {
+	terms  []TermID  // ascending, distinct, present in the corpus, positive weight
+	a      []float64 // idf * weight, aligned with terms
+	probes []probe   // signature position of each term
+	k1p1   float64
+	c0     float64 // k1*(1-b): the length norm of an item is c0 + c1*length
+	c1     float64 // k1*b/avgdl
+}
+
+// prepare canonicalises q against the tenant-wide statistic: n items, their
+// total length, and df. Duplicate query terms add their weights.
+func prepare(q Query, n int, totalLen uint64, df func(TermID) int, k1, b float64) bm25 {
+	p := bm25{k1p1: k1 + 1}
+	if n == 0 || len(q.Terms) == 0 {
+		return p
+	}
+	avgdl := float64(totalLen) / float64(n)
+	if avgdl <= 0 {
+		avgdl = 1
+	}
+	p.c0 = k1 * (1 - b)
+	p.c1 = k1 * b / avgdl
+	type tw struct {
+		t TermID
+		w float64
+	}
+	pairs := make([]tw, 0, len(q.Terms))
+	for i, t := range q.Terms {
+		w := 1.0
+		if i < len(q.Weights) {
+			w = float64(q.Weights[i])
+		}
+		pairs = append(pairs, tw{t, w})
+	}
+	slices.SortStableFunc(pairs, func(x, y tw) int {
+		switch {
+		case x.t < y.t:
+			return -1
+		case x.t > y.t:
+			return 1
+		}
+		return 0
+	})
+	for i := 0; i < len(pairs); {
+		t, w := pairs[i].t, pairs[i].w
+		j := i + 1
+		for ; j < len(pairs) && pairs[j].t == t; j++ {
+			w += pairs[j].w
+		}
+		i = j
+		d := df(t)
+		if d <= 0 || !(w > 0) || math.IsInf(w, 0) {
+			continue
+		}
+		idf := math.Log(1 + (float64(n)-float64(d)+0.5)/(float64(d)+0.5))
+		p.terms = append(p.terms, t)
+		p.a = append(p.a, idf*w)
+		p.probes = append(p.probes, termProbe(t))
+	}
+	return p
+}
+
+// ratio is the BM25 saturation f*(k1+1)/(f+norm). For norm >= 0 it grows
+// with f, which is what lets a larger f bound a smaller one.
+func (p *bm25) ratio(f float64, length uint32) float64 {
+	return f * p.k1p1 / (f + p.c0 + p.c1*float64(length))
+}
+
+// score is THE exact score of an item from its encoded terms (codec.go):
+// every path calls it, so equal items get bit-identical scores and ties are
+// real ties. It walks the item's terms and the query's, both ascending,
+// summing contributions in ascending term order in float64 (the explicit
+// conversions forbid fused multiply-adds), and rounds once to float32.
+func (p *bm25) score(enc []byte, length uint32) float32 {
+	qt := p.terms
+	if len(qt) == 0 || len(enc) == 0 {
+		return 0
+	}
+	norm := float64(p.c0 + float64(p.c1*float64(length)))
+	var s float64
+	j := 0
+	t := TermID(0)
+	for k := 0; k < len(enc); {
+		v := uint64(enc[k])
+		k++
+		if v >= 0x80 {
+			v, k = uvarint(enc, k-1)
+		}
+		t += TermID(v >> 1)
+		f := 1.0
+		if v&1 != 0 {
+			var x uint64
+			x, k = uvarint(enc, k)
+			f = float64(x + 2)
+		}
+		for qt[j] < t {
+			if j++; j == len(qt) {
+				return float32(s)
+			}
+		}
+		if qt[j] == t {
+			s += float64(p.a[j] * float64(f*p.k1p1/float64(f+norm)))
+			if j++; j == len(qt) {
+				break
+			}
+		}
+	}
+	return float32(s)
+}
+
+// boundSlack covers float rounding between an upper bound computed in float64
+// (any summation order) and the float32 exact score: both are within a few
+// ulps of float64 of the real values, and rounding to float32 adds at most
+// 2^-24 relative. 1e-6 is far above either.
+const boundSlack = 1 + 1e-6
+
+// better is the ranking order: higher score, then smaller ID, then (only for
+// duplicated ids) smaller index, so the order is total and never depends on
+// the number of workers.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if a.ID != b.ID {
+		return a.ID < b.ID
+	}
+	return a.Index < b.Index
+}
+
+func sortHits(h []Hit) {
+	slices.SortFunc(h, func(x, y Hit) int {
+		if better(x, y) {
+			return -1
+		}
+		if better(y, x) {
+			return 1
+		}
+		return 0
+	})
+}
+
+// ReferenceSearch is the brute-force scorer the arena must equal: it scores
+// every visible item of items with the statistic of all of items (pooled df,
+// N and average length) and sorts. Hit.Index is the position in items. Only
+// items scoring above zero are returned, as Search does.
+func ReferenceSearch(items []Item, q Query, opts Options) []Hit {
+	opts = opts.withDefaults()
+	type row struct {
+		enc    []byte
+		length uint32
+	}
+	rows := make([]row, len(items))
+	df := map[TermID]int{}
+	var total uint64
+	for i, it := range items {
+		t, f, l := canonical(it)
+		rows[i] = row{appendTerms(nil, t, f), l}
+		total += uint64(l)
+		for _, x := range t {
+			df[x]++
+		}
+	}
+	p := prepare(q, len(items), total, func(t TermID) int { return df[t] }, float64(opts.K1), float64(opts.B))
+	vis := map[int64]bool{}
+	for _, u := range q.Users {
+		vis[u] = true
+	}
+	ex := map[int64]bool{}
+	for _, id := range q.Exclude {
+		ex[id] = true
+	}
+	var hits []Hit
+	for i, it := range items {
+		if (!q.AllUsers && !vis[it.User]) || ex[it.ID] {
+			continue
+		}
+		if s := p.score(rows[i].enc, rows[i].length); s > 0 {
+			hits = append(hits, Hit{ID: it.ID, Score: s, Index: i})
+		}
+	}
+	sortHits(hits)
+	if q.K < len(hits) {
+		hits = hits[:max(q.K, 0)]
+	}
+	return hits
+}

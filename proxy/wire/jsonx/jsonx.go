@@ -1,0 +1,223 @@
+// Package jsonx is the JSON toolkit behind the wire types. encoding/json
+// alone cannot do two things the proxy needs: keep fields it does not know
+// (so a request can be decoded, edited and re-encoded without losing a
+// provider-specific parameter) and emit keys in a fixed order that depends
+// on a union's type (so translated output matches what the real API sends,
+// byte for byte). It also never HTML-escapes, as neither provider does.
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Marshal encodes v like json.Marshal, without HTML escaping and without a
+// trailing newline.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// DecodeObject decodes the JSON object data into the struct dst points to,
+// matching keys to `json` tags exactly (encoding/json folds case; the APIs do
+// not), and returns the keys no field claimed. dst should be a method-less
+// alias type so that its fields decode with their own UnmarshalJSON.
+func DecodeObject(data []byte, dst any) (map[string]json.RawMessage, error) {
+	return decodeObject(data, dst, false)
+}
+
+// DecodeObjectLenient is DecodeObject for union members whose variants
+// reuse a key with different types (an Anthropic search_result block's
+// "source" is a string, an image's an object): a value that does not fit
+// its field stays in the returned extras, verbatim, instead of failing.
+func DecodeObjectLenient(data []byte, dst any) (map[string]json.RawMessage, error) {
+	return decodeObject(data, dst, true)
+}
+
+func decodeObject(data []byte, dst any, lenient bool) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("expected a JSON object, got null")
+	}
+	v := reflect.ValueOf(dst).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		name := fieldName(t.Field(i))
+		if name == "" {
+			continue
+		}
+		raw, ok := m[name]
+		if !ok {
+			continue
+		}
+		field := v.Field(i)
+		if err := json.Unmarshal(raw, field.Addr().Interface()); err != nil {
+			if !lenient {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			field.SetZero()
+			continue
+		}
+		delete(m, name)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}
+
+// EncodeObject encodes the struct src (a method-less alias type) and then
+// the extra keys in sorted order, skipping any extra key that a field of src
+// already owns.
+func EncodeObject(src any, extra map[string]json.RawMessage) ([]byte, error) {
+	b, err := Marshal(src)
+	if err != nil {
+		return nil, err
+	}
+	if len(extra) == 0 {
+		return b, nil
+	}
+	owned := map[string]bool{}
+	t := reflect.TypeOf(src)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for i := range t.NumField() {
+		if name := fieldName(t.Field(i)); name != "" {
+			owned[name] = true
+		}
+	}
+	o := Object{}
+	o.b = append(o.b, b[:len(b)-1]...)
+	o.n = len(b) - 2 // "{}" has no members; anything longer has at least one
+	for _, k := range sortedKeys(extra) {
+		if !owned[k] {
+			o.SetRaw(k, extra[k])
+		}
+	}
+	return o.Bytes()
+}
+
+func fieldName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return ""
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Object builds a JSON object whose keys appear in the order they are set.
+// The first encoding error sticks and is returned by Bytes.
+type Object struct {
+	b     []byte
+	n     int
+	err   error
+	extra map[string]json.RawMessage
+	used  map[string]bool
+}
+
+// UseExtra registers the extras of a leniently decoded value before any key
+// is set: a key set later takes its extra's verbatim value instead (the
+// typed field could not hold it), and SetExtra emits only the rest.
+func (o *Object) UseExtra(extra map[string]json.RawMessage) {
+	o.extra = extra
+}
+
+// Set adds key with v encoded by Marshal, or with the registered extra
+// value for key if there is one.
+func (o *Object) Set(key string, v any) {
+	if o.err != nil {
+		return
+	}
+	if raw, ok := o.extra[key]; ok {
+		o.SetRaw(key, raw)
+		return
+	}
+	raw, err := Marshal(v)
+	if err != nil {
+		o.err = fmt.Errorf("%s: %w", key, err)
+		return
+	}
+	o.SetRaw(key, raw)
+}
+
+// SetRaw adds key with an already encoded value; an empty value becomes null.
+func (o *Object) SetRaw(key string, raw []byte) {
+	if o.err != nil {
+		return
+	}
+	if len(o.b) == 0 {
+		o.b = append(o.b, '{')
+	}
+	if o.used[key] {
+		return
+	}
+	if _, ok := o.extra[key]; ok {
+		if o.used == nil {
+			o.used = map[string]bool{}
+		}
+		o.used[key] = true
+		raw = o.extra[key]
+	}
+	if o.n > 0 {
+		o.b = append(o.b, ',')
+	}
+	k, _ := Marshal(key)
+	o.b = append(o.b, k...)
+	o.b = append(o.b, ':')
+	if len(raw) == 0 {
+		raw = []byte("null")
+	}
+	o.b = append(o.b, raw...)
+	o.n++
+}
+
+// SetExtra adds every key of extra in sorted order, except keys an earlier
+// Set already took from the registered extras.
+func (o *Object) SetExtra(extra map[string]json.RawMessage) {
+	for _, k := range sortedKeys(extra) {
+		if !o.used[k] {
+			o.SetRaw(k, extra[k])
+		}
+	}
+}
+
+// Bytes returns the finished object.
+func (o *Object) Bytes() ([]byte, error) {
+	if o.err != nil {
+		return nil, o.err
+	}
+	if len(o.b) == 0 {
+		return []byte("{}"), nil
+	}
+	return append(o.b, '}'), nil
+}
