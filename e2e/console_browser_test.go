@@ -1,23 +1,31 @@
 package e2e
 
-// The console in a real browser, console only (no proxy): a team signs up
-// in headless Chromium, reads its proxy URL and key, finds stored memory and
-// its heat picture, and screenshots land in e2e/artifacts/. The full issue-6
-// journey (a proxied request through the copied URL) builds on these helpers.
+// The issue-6 journey in a real browser against the real binary: a team signs
+// up in headless Chromium, copies its proxy URL off the welcome page, sends a
+// request through it with the official OpenAI SDK, and finds the stored turn
+// and its heat picture in the memory browser. Screenshots land in
+// e2e/artifacts/ (gitignored) for a person to look at.
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+	"github.com/openai/openai-go/v3"
+	ooption "github.com/openai/openai-go/v3/option"
 
-	"github.com/perpetuity/perpetuity/web/webtest"
+	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // findChromium finds Debian's browser; `make test` installs it when missing.
@@ -32,9 +40,9 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-// headlessBrowser starts headless Chromium with a fresh profile and collects the
-// page's console errors (a CSP violation is one).
-func headlessBrowser(t *testing.T) (context.Context, func() []string) {
+// headlessBrowser starts headless Chromium with a fresh profile and returns
+// the context of its first tab.
+func headlessBrowser(t *testing.T) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(findChromium(t)),
@@ -55,8 +63,25 @@ func headlessBrowser(t *testing.T) (context.Context, func() []string) {
 	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no timeout on it
 		t.Fatalf("start chromium: %v", err)
 	}
-	var mu sync.Mutex
-	var problems []string
+	return ctx
+}
+
+// tab drives one browser tab with a deadline per step and records what the
+// page writes to its console as an error (a CSP violation is one).
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu       sync.Mutex
+	problems []string
+}
+
+func newTab(t *testing.T, ctx context.Context) *tab {
+	t.Helper()
+	tb := &tab{t: t, ctx: ctx}
+	if err := chromedp.Do(ctx); err != nil { // creates the target before listening
+		t.Fatalf("open tab: %v", err)
+	}
 	msgs := chromedp.Console(ctx)
 	go func() {
 		for m, err := range msgs {
@@ -64,137 +89,284 @@ func headlessBrowser(t *testing.T) (context.Context, func() []string) {
 				return
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
-				mu.Lock()
-				problems = append(problems, m.String())
-				mu.Unlock()
+				tb.mu.Lock()
+				tb.problems = append(tb.problems, m.String())
+				tb.mu.Unlock()
 			}
 		}
 	}()
-	return ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), problems...)
+	return tb
+}
+
+// consoleErrors is every console error so far.
+func (tb *tab) consoleErrors() []string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return append([]string(nil), tb.problems...)
+}
+
+func (tb *tab) step(name string, actions ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	c, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, actions...); err != nil {
+		tb.t.Fatalf("%s: %v", name, err)
 	}
 }
 
+func (tb *tab) text(sel chromedp.CSS) string {
+	tb.t.Helper()
+	return strings.TrimSpace(run(tb, "read "+string(sel), chromedp.Text(sel)))
+}
+
+func (tb *tab) attr(sel chromedp.CSS, name string) string {
+	tb.t.Helper()
+	a := run(tb, "read "+string(sel)+" "+name, chromedp.AttributeValue(sel, name))
+	if !a.Exists {
+		tb.t.Fatalf("%s has no %s attribute", sel, name)
+	}
+	return a.Value
+}
+
+// shot saves a screenshot under e2e/artifacts/.
+func (tb *tab) shot(name string, a chromedp.Action[[]byte]) {
+	tb.t.Helper()
+	saveArtifact(tb.t, name, run(tb, "screenshot "+name, a))
+}
+
+// count is how many elements match a CSS selector now, without waiting.
+func (tb *tab) count(css string) int {
+	tb.t.Helper()
+	return run(tb, "count "+css, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(css)+`).length`))
+}
+
+func run[T any](tb *tab, what string, a chromedp.Action[T]) T {
+	tb.t.Helper()
+	c, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	if err != nil {
+		tb.t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// signUp creates a team from the sign-up page and waits for the welcome page.
+func (tb *tab) signUp(base, team, email string) {
+	tb.t.Helper()
+	tb.step("sign up "+team,
+		chromedp.Navigate(base+"/signup"),
+		chromedp.WaitVisible(byTestID("signup-form")),
+		chromedp.SendKeys(byTestID("signup-team"), team),
+		chromedp.SendKeys(byTestID("signup-email"), email),
+		chromedp.SendKeys(byTestID("signup-password"), "a long enough password"),
+		chromedp.Click(byTestID("signup-submit")),
+		chromedp.WaitVisible(byTestID("welcome")),
+	)
+}
+
+// saveArtifact writes a PNG under e2e/artifacts/ after checking it is one.
 func saveArtifact(t *testing.T, name string, png []byte) {
 	t.Helper()
+	if len(png) < 100 || string(png[1:4]) != "PNG" {
+		t.Fatalf("screenshot %s: %d bytes, not a PNG", name, len(png))
+	}
 	dir := "artifacts"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if len(png) < 100 {
-		t.Fatalf("screenshot %s is %d bytes", name, len(png))
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("artifact %s not written: %v", path, err)
 	}
 }
 
 func byTestID(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + id + `"]`) }
 
-func TestConsoleSignUpToHeatInBrowser(t *testing.T) {
-	srv := webtest.Start(t, webtest.Options{})
-	ctx, problems := headlessBrowser(t)
-	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(c, actions...); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	text := func(sel chromedp.CSS) string {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(c, chromedp.Text(sel))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
-	}
-	shot := func(name string, a chromedp.Action[[]byte]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		png, err := chromedp.Run(c, a)
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		saveArtifact(t, name, png)
-	}
-
-	step("sign up",
-		chromedp.Navigate(srv.URL+"/signup"),
-		chromedp.WaitVisible(byTestID("signup-form")),
-		chromedp.SendKeys(byTestID("signup-team"), "Browser Team"),
-		chromedp.SendKeys(byTestID("signup-email"), "browser@example.com"),
-		chromedp.SendKeys(byTestID("signup-password"), "a long enough password"),
-		chromedp.Click(byTestID("signup-submit")),
-		chromedp.WaitVisible(byTestID("new-key")),
-	)
-	key := text(byTestID("new-key"))
-	proxy := text(byTestID("proxy-url-openai"))
-	if !strings.HasPrefix(key, "ppk_") || proxy != srv.URL+"/k/"+key+"/v1" {
-		t.Fatalf("welcome page shows key %q and proxy URL %q", key, proxy)
-	}
-	step("copy the proxy URL", chromedp.Click(byTestID("copy-openai")))
-	shot("console-welcome.png", chromedp.FullScreenshot(100))
-
-	id, err := srv.DB.ResolveKey(context.Background(), key)
+// freeAddr picks a free loopback port, so the server can be told its public
+// URL before it starts: the console builds proxy URLs from it.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("key from the page: %v", err)
-	}
-	turns := []webtest.Turn{
-		{Conversation: "release", Role: "user", Speaker: "Ada", Text: "We ship the Zephyr release on Friday after the load test.", BornClock: 0, Peak: 1,
-			Reheats: [][2]float64{{1800, 0.95}, {3600, 0.9}}},
-		{Conversation: "release", Role: "assistant", Speaker: "agent", Text: "Noted: Zephyr ships Friday, after the load test passes.", BornClock: 40, Peak: 1},
-		{Conversation: "lunch", Role: "user", Speaker: "Ada", Text: "Lunch with the team is at noon on Thursday.", BornClock: 90, Peak: 1},
-	}
-	for _, tr := range turns {
-		tr.TenantID, tr.UserID, tr.Tau = id.TenantID, id.UserID, 1200
-		if _, _, err := webtest.StoreTurn(context.Background(), srv.DB, tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := webtest.SetClock(context.Background(), srv.DB, id.TenantID, id.UserID, 4500); err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
 
-	step("memory browser",
-		chromedp.Navigate(srv.URL+"/console/memory"),
+// grantClipboard lets the copy buttons write and the test read the clipboard
+// on the console's origin, so "copy" is what a person gets by clicking.
+func grantClipboard(t *testing.T, ctx context.Context, origin string) {
+	t.Helper()
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		p := browser.SetPermissionParams{
+			Permission: &browser.PermissionDescriptor{Name: name},
+			Setting:    browser.PermissionSettingGranted, Origin: origin,
+		}
+		if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, p); err != nil {
+			t.Fatalf("grant %s: %v", name, err)
+		}
+	}
+}
+
+func TestBrowserSignUpProxyMemoryHeat(t *testing.T) {
+	addr := freeAddr(t)
+	public := "http://" + addr
+	s := startServer(t, "PERPETUITY_ADDR="+addr, "PERPETUITY_PUBLIC_URL="+public)
+	if s.URL != public {
+		t.Fatalf("server listens on %s, wanted %s", s.URL, public)
+	}
+	root := headlessBrowser(t)
+	grantClipboard(t, root, public)
+	a := newTab(t, root)
+
+	// 1. Sign up.
+	a.signUp(s.URL, "Browser Team", "browser@example.com")
+	if got := a.text(byTestID("tenant-name")); got != "Browser Team" {
+		t.Fatalf("signed in as team %q", got)
+	}
+
+	// 2. Copy the OpenAI proxy URL off the welcome page, as a person would.
+	key := a.text(byTestID("new-key"))
+	shown := a.text(byTestID("proxy-url-openai"))
+	if !strings.HasPrefix(key, "ppk_") || shown != s.URL+"/k/"+key+"/v1" {
+		t.Fatalf("welcome page shows key %q and OpenAI proxy URL %q", key, shown)
+	}
+	a.step("copy the proxy URL",
+		chromedp.Click(byTestID("copy-openai")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="copy-openai"].copied`)),
+	)
+	copied := run(a, "read the clipboard", chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
+	if copied != shown {
+		t.Fatalf("the copy button put %q on the clipboard, the page shows %q", copied, shown)
+	}
+	a.shot("console-welcome.png", chromedp.FullScreenshot(100))
+
+	// 3. A proxied request through the copied URL, with the official SDK.
+	const question = "Which platform does the Quokkaferry release train leave from on Friday?"
+	const answer = "It leaves from platform nine, after the load test passes."
+	s.Fake.Script(fakeprovider.Reply{Text: answer})
+	oc := openai.NewClient(ooption.WithBaseURL(copied), ooption.WithAPIKey("sk-test-openai"), ooption.WithMaxRetries(0))
+	sdkCtx, cancelSDK := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelSDK()
+	resp, err := oc.Chat.Completions.New(sdkCtx, openai.ChatCompletionNewParams{
+		Model:    "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(question)},
+	})
+	if err != nil {
+		t.Fatalf("OpenAI SDK through %s: %v", copied, err)
+	}
+	if got := resp.Choices[0].Message.Content; got != answer {
+		t.Fatalf("SDK got %q, provider said %q", got, answer)
+	}
+	if n := len(s.Fake.Requests()); n != 1 {
+		t.Fatalf("fake provider saw %d requests, want 1", n)
+	}
+
+	// 4. The memory browser finds the turn by a word of the question. The
+	// reply is captured after the response ends, so the page is reloaded
+	// until both turns are there (the unfiltered list shows the latest).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a.step("memory browser", chromedp.Navigate(s.URL+"/console/memory"), chromedp.WaitVisible(byTestID("memory-results")))
+		n := a.count(`[data-testid="item"]`)
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memory browser shows %d items 10s after the request, want the question and the reply:\n%s",
+				n, run(a, "results", chromedp.Text(byTestID("memory-results"))))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// htmx: typing narrows the results in place, without a page load.
+	a.step("search with htmx",
+		chromedp.SendKeys(byTestID("memory-q"), "quokkaferry"),
+		chromedp.WaitNotPresent(chromedp.Search(`//pre[@data-testid="item-text"][contains(., "platform nine")]`)),
 		chromedp.WaitVisible(byTestID("heat-curve")),
 	)
-	// htmx: typing narrows the results in place.
-	step("search with htmx",
-		chromedp.SendKeys(chromedp.ID("memory-q"), "zephyr"),
-		chromedp.WaitNotPresent(chromedp.Search(`//pre[contains(., "Lunch with the team")]`)),
-		chromedp.WaitVisible(byTestID("heat-curve")),
-	)
-	if got := text(byTestID("item-text")); !strings.Contains(got, "Zephyr") {
-		t.Fatalf("first result %q", got)
+	if n := a.count(`[data-testid="item"]`); n != 1 {
+		t.Fatalf("search found %d items, want the one question", n)
 	}
-	shot("memory-browser.png", chromedp.FullScreenshot(100))
-	shot("heat-curve.png", chromedp.ScreenshotScale(byTestID("heat-curve"), 3))
-
-	step("conversation", chromedp.Click(byTestID("item-conversation")), chromedp.WaitVisible(byTestID("heat-strip")))
-	shot("conversation-heat.png", chromedp.FullScreenshot(100))
-
-	step("keys", chromedp.Navigate(srv.URL+"/console/keys"), chromedp.WaitVisible(byTestID("keys-table")))
-	if got := text(byTestID("key-name")); got != "first key" {
-		t.Fatalf("keys page lists %q", got)
+	if got := a.text(byTestID("item-text")); got != question {
+		t.Fatalf("memory browser shows %q, stored turn was %q", got, question)
 	}
-	shot("console-keys.png", chromedp.FullScreenshot(100))
+	if got := a.text(byTestID("item-role")); !strings.EqualFold(got, "user") { // shown in capitals by CSS
+		t.Fatalf("found item has role %q", got)
+	}
+	if loc := run(a, "location", chromedp.Location()); !strings.Contains(loc, "q=quokkaferry") {
+		t.Fatalf("htmx search did not push its URL: %s", loc)
+	}
+	heatCurve := chromedp.CSS(`[data-testid="item"] svg[data-testid="heat-curve"]`)
+	if n := a.count(`[data-testid="item"] svg[data-testid="heat-curve"] [data-testid="heat-now"]`); n != 1 {
+		t.Fatalf("heat picture has %d now-markers", n)
+	}
+	heatNow := a.attr(byTestID("item-heat"), "data-heat")
+	t.Logf("found turn: heat now %s, %s reheats", heatNow, a.attr(heatCurve, "data-reheats"))
 
-	step("overview", chromedp.Navigate(srv.URL+"/console"), chromedp.WaitVisible(byTestID("chart-items")))
-	shot("console-overview.png", chromedp.FullScreenshot(100))
+	// 5. Screenshots of the heat picture and the page.
+	a.shot("heat-curve.png", chromedp.ScreenshotScale(heatCurve, 3))
+	a.shot("memory-browser.png", chromedp.FullScreenshot(100))
 
-	// The copy button may log a clipboard refusal in headless mode; any
-	// other console error (a CSP violation, a script error) fails the test.
-	for _, p := range problems() {
-		if !strings.Contains(strings.ToLower(p), "clipboard") {
-			t.Errorf("browser console: %s", p)
+	convPath := a.attr(byTestID("item-conversation"), "href")
+	convPath, _, _ = strings.Cut(convPath, "#")
+	if !strings.HasPrefix(convPath, "/console/conversations/") {
+		t.Fatalf("conversation link %q", convPath)
+	}
+	a.step("conversation", chromedp.Click(byTestID("item-conversation")), chromedp.WaitVisible(byTestID("heat-strip")))
+	if n := a.count(`[data-testid="item"]`); n != 2 {
+		t.Fatalf("conversation shows %d turns, want question and reply", n)
+	}
+	a.shot("conversation-heat.png", chromedp.FullScreenshot(100))
+
+	a.step("keys", chromedp.Navigate(s.URL+"/console/keys"), chromedp.WaitVisible(byTestID("keys-table")))
+	// Not fatal, so the rest of the journey still runs: the keys page must
+	// show that the key just carried a request (store.DB.TouchKey).
+	if got := a.text(byTestID("key-last-used")); got == "" || strings.EqualFold(got, "never") {
+		t.Errorf("keys page says the key that just carried a request was last used %q", got)
+	}
+	a.shot("console-keys.png", chromedp.FullScreenshot(100))
+	a.step("overview", chromedp.Navigate(s.URL+"/console"), chromedp.WaitVisible(byTestID("chart-items")))
+	a.shot("console-overview.png", chromedp.FullScreenshot(100))
+
+	// 6. Another team, in its own browser context (no shared cookies), cannot
+	// open the first team's conversation.
+	bctx, cancelB := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
+	defer cancelB()
+	b := newTab(t, bctx)
+	b.signUp(s.URL, "Other Team", "other@example.com")
+	if got := b.text(byTestID("tenant-name")); got != "Other Team" {
+		t.Fatalf("second context signed in as team %q", got)
+	}
+	c, cancel := context.WithTimeout(bctx, 10*time.Second)
+	defer cancel()
+	res, err := chromedp.RunResponse(c, chromedp.Navigate(s.URL+convPath))
+	if err != nil {
+		t.Fatalf("open the first team's conversation: %v", err)
+	}
+	if res.Status != http.StatusNotFound && res.Status != http.StatusForbidden {
+		t.Fatalf("another tenant's conversation answered %d, want 404 or 403", res.Status)
+	}
+	b.step("error page", chromedp.WaitVisible(byTestID("error")))
+	body := run(b, "page text", chromedp.Text(chromedp.CSS("body")))
+	if strings.Contains(body, "Quokkaferry") || strings.Contains(body, "platform nine") {
+		t.Fatalf("another tenant sees the first team's memory:\n%s", body)
+	}
+	b.shot("other-tenant-denied.png", chromedp.FullScreenshot(100))
+
+	// The browser logs the refused page load itself; anything else in either
+	// tab (a CSP violation, a script error) fails the test.
+	refused := fmt.Sprintf("status of %d", res.Status)
+	for _, p := range a.consoleErrors() {
+		t.Errorf("browser console (first team): %s", p)
+	}
+	for _, p := range b.consoleErrors() {
+		if !strings.Contains(p, refused) {
+			t.Errorf("browser console (other team): %s", p)
 		}
 	}
 }

@@ -153,6 +153,7 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, budget int
 		byID[r.ID] = r
 	}
 	var chosen []cand
+	costs := map[int64]int{}
 	spent, trimmed := 0, false
 	for _, c := range cands {
 		it, ok := byID[c.id]
@@ -160,22 +161,25 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, budget int
 			continue // purged since the arena read it
 		}
 		// The item's rendered cost, label included, counted as rendered.
-		cost := e.an.Count(label(it.Speaker, it.BornAt, q.Now, it.Interrupted)+it.Body) + 1
+		cost := itemCost(e.an, it)
 		if !c.mandatory && spent+cost > budget {
 			trimmed = true
 			continue
 		}
 		chosen = append(chosen, c)
+		costs[c.id] = cost
 		spent += cost
 	}
 	if len(cands) < len(ids) {
 		trimmed = true
 	}
-	// Headers, the preamble and merged turns cost a little more than the
-	// items alone: render, and drop the least important item until it fits.
+	// Headers, time labels and the preamble cost a little more than the
+	// items alone: render, and while the text is over budget drop the least
+	// important items, about as many as the overflow, and render again.
 	for {
 		f := e.render(q, chosen, byID, trimmed)
-		if f.Tokens <= budget || !dropLast(&chosen) {
+		over := f.Tokens - budget
+		if over <= 0 || !dropLast(&chosen, over, costs) {
 			shown := make(map[int64]bool, len(chosen))
 			for _, c := range chosen {
 				shown[c.id] = true
@@ -186,15 +190,18 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, budget int
 	}
 }
 
-// dropLast removes the lowest-priority non-mandatory candidate.
-func dropLast(cs *[]cand) bool {
-	for i := len(*cs) - 1; i >= 0; i-- {
+// dropLast removes the lowest-priority non-mandatory candidates until their
+// costs cover over tokens; false when nothing could be dropped.
+func dropLast(cs *[]cand, over int, costs map[int64]int) bool {
+	dropped := false
+	for i := len(*cs) - 1; i >= 0 && over > 0; i-- {
 		if !(*cs)[i].mandatory {
+			over -= costs[(*cs)[i].id]
 			*cs = append((*cs)[:i], (*cs)[i+1:]...)
-			return true
+			dropped = true
 		}
 	}
-	return false
+	return dropped
 }
 
 // Budget maps the spread of the retrieval scores to a token budget: the

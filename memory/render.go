@@ -54,6 +54,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		turns = append(turns, Turn{Role: "user", Text: preamble(trimmed)})
 	}
 	var conv, msg int64 = -1, -1
+	var prevAt time.Time
 	for _, it := range items {
 		body := unforge.Replace(it.Body)
 		if it.MessageID == msg {
@@ -61,12 +62,17 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 			continue
 		}
 		var b strings.Builder
+		// The time goes out once per stretch of turns, not on every turn:
+		// labels are cheap so that the budget buys memory, not brackets.
 		if it.ConvID != conv {
 			conv = it.ConvID
-			b.WriteString(conversationHeader(it, q.ConversationID))
+			b.WriteString(conversationHeader(it, q.ConversationID, q.Now))
+		} else if it.BornAt.Sub(prevAt) > timeGap || prevAt.Sub(it.BornAt) > timeGap {
+			b.WriteString(timeLabel(it.BornAt, q.Now))
 		}
+		prevAt = it.BornAt
 		msg = it.MessageID
-		b.WriteString(label(it.Speaker, it.BornAt, q.Now, it.Interrupted))
+		b.WriteString(speakerLabel(it.Speaker, it.Interrupted))
 		b.WriteString(body)
 		turns = append(turns, Turn{Role: it.Role, Text: b.String()})
 	}
@@ -88,27 +94,42 @@ func preamble(trimmed bool) string {
 	return s
 }
 
-func conversationHeader(it store.RenderItem, current int64) string {
+// conversationHeader opens a conversation's stretch with its time.
+func conversationHeader(it store.RenderItem, current int64, now time.Time) string {
+	which := "earlier conversation"
 	if it.ConvID == current {
-		return labelOpen + "this conversation" + labelClose + "\n"
+		which = "this conversation"
 	}
-	title := unforge.Replace(strings.TrimSpace(it.ConvTitle))
-	if title == "" {
-		return labelOpen + "earlier conversation" + labelClose + "\n"
-	}
-	return labelOpen + "earlier conversation: " + title + labelClose + "\n"
+	return labelOpen + which + " · " + stamp(it.BornAt, now) + labelClose + "\n"
 }
 
-func label(speaker string, at, now time.Time, interrupted bool) string {
+func stamp(at, now time.Time) string {
+	return at.UTC().Format("Mon 2 Jan 2006 15:04") + " · " + Age(at, now)
+}
+
+// timeGap is how far apart two shown turns may be before the later one
+// gets its own time label.
+const timeGap = 30 * time.Minute
+
+func timeLabel(at, now time.Time) string {
+	return labelOpen + stamp(at, now) + labelClose + "\n"
+}
+
+func speakerLabel(speaker string, interrupted bool) string {
 	speaker = unforge.Replace(strings.TrimSpace(speaker))
 	if speaker == "" {
 		speaker = "unknown"
 	}
-	s := labelOpen + speaker + " · " + at.UTC().Format("Mon 2 Jan 2006 15:04") + " · " + Age(at, now)
 	if interrupted {
-		s += " · interrupted"
+		speaker += " · interrupted"
 	}
-	return s + labelClose + "\n"
+	return labelOpen + speaker + labelClose + " "
+}
+
+// itemCost is what an item adds to the rendered frame, but for a time or
+// conversation label it may share with its neighbours.
+func itemCost(an Analyzer, it store.RenderItem) int {
+	return an.Count(speakerLabel(it.Speaker, it.Interrupted)+it.Body) + 1
 }
 
 // Age is a relative time, computed at render time.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,6 +22,7 @@ type Directory interface {
 	EnsureUser(ctx context.Context, tenantID int64, name string) (int64, error)
 	EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error)
 	RecordRequest(ctx context.Context, r store.RequestRecord) error
+	TouchKey(ctx context.Context, tenantID, keyID int64) error
 }
 
 // Header names are a contract with harnesses; the README documents them.
@@ -81,6 +83,7 @@ func (p *Proxy) resolveIdentity(ctx context.Context, c echo.Context) (memory.Who
 	if err != nil {
 		return memory.Who{}, k, err
 	}
+	p.touchKey(k)
 	return memory.Who{TenantID: k.TenantID, UserID: k.UserID, UserName: k.UserName}, k, nil
 }
 
@@ -157,4 +160,30 @@ func (p *Proxy) Identify(c echo.Context) (memory.Who, error) {
 		return who, echo.NewHTTPError(ae.Status, ae.Message)
 	}
 	return who, err
+}
+
+// touchInterval is how often a key's "last used" time is written.
+const touchInterval = time.Minute
+
+// touchKey records a key's use for the console, at most once per interval
+// per process and off the request path.
+func (p *Proxy) touchKey(k store.KeyIdentity) {
+	now := time.Now()
+	p.touchMu.Lock()
+	last, seen := p.touched[k.KeyID]
+	if seen && now.Sub(last) < touchInterval {
+		p.touchMu.Unlock()
+		return
+	}
+	p.touched[k.KeyID] = now
+	p.touchMu.Unlock()
+	p.after.Add(1)
+	go func() {
+		defer p.after.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
+		defer cancel()
+		if err := p.dir.TouchKey(ctx, k.TenantID, k.KeyID); err != nil {
+			p.log.Warn("record key use failed", "tenant", k.TenantID, "key_id", k.KeyID, "err", err)
+		}
+	}()
 }

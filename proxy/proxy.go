@@ -44,6 +44,9 @@ type Proxy struct {
 	client *http.Client
 	// after tracks reply captures still running once their response ended.
 	after sync.WaitGroup
+
+	touchMu sync.Mutex
+	touched map[int64]time.Time // key id -> last "last used" write
 }
 
 // Drain waits for reply captures still in flight, for a clean shutdown.
@@ -70,7 +73,7 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &Proxy{cfg: cfg, dir: dir, mem: mem, log: log, client: &http.Client{Transport: tr}}
+	return &Proxy{cfg: cfg, dir: dir, mem: mem, log: log, client: &http.Client{Transport: tr}, touched: map[int64]time.Time{}}
 }
 
 // Register mounts the proxy routes. The key travels in the path (so that
