@@ -23,10 +23,11 @@ import (
 // text verbatim, not any particular tokenization.
 type words struct{}
 
-func (words) Count(s string) int             { return len(strings.Fields(s)) + 1 }
-func (words) Normalize(s string) []string    { return strings.Fields(strings.ToLower(s)) }
-func (words) Chunk(s string, _ int) []string { return []string{s} }
-func (words) Version() int                   { return 1 }
+func (words) Count(s string) int                         { return len(strings.Fields(s)) + 1 }
+func (words) Normalize(s string) []string                { return strings.Fields(strings.ToLower(s)) }
+func (words) Chunk(s string, _ int) []string             { return []string{s} }
+func (words) ChunkContent(_ string, c []string) []string { return c }
+func (words) Version() int                               { return 1 }
 func (words) Terms(t []string) ([]uint32, []uint16, int) {
 	return nil, nil, len(t)
 }
