@@ -60,15 +60,27 @@ type Options struct {
 	Recent int
 	// Workers is how many goroutines a scan uses (0: GOMAXPROCS).
 	Workers int
+	// K1 and B are the BM25 parameters (0: the arena's defaults).
+	K1, B float32
+	// Expansion tunes pseudo-relevance feedback (zero: the defaults).
+	Expansion expansion
+}
+
+// Expansion sets pseudo-relevance feedback: the top docs vote, terms words
+// join the question, the strongest at weight beta. terms < 0 turns it off.
+func Expansion(docs, terms int, beta float32) expansion {
+	return expansion{docs: docs, terms: terms, beta: beta}
 }
 
 // Engine is the memory engine of one serving process.
 type Engine struct {
 	store Store
 	an    Analyzer
-	dict  Dictionary
+	dict  Dictionary // the version New was given
 	opt   Options
 	res   *residents
+	dicts *dictionaries // every dictionary version this process has needed
+	vers  *versionCache // per tenant, the versions a capture writes rows for
 }
 
 // New builds an engine.
@@ -94,7 +106,15 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	if opt.Recent <= 0 {
 		opt.Recent = 6
 	}
-	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers})}
+	if opt.Expansion == (expansion{}) {
+		opt.Expansion = expansion{docs: 8, terms: 10, beta: 0.3}
+	}
+	if opt.Expansion.terms < 0 {
+		opt.Expansion.terms = 0
+	}
+	vs, _ := st.(versionStore)
+	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}),
+		dicts: newDictionaries(vs, dict), vers: newVersionCache(vs, dict.Version())}
 }
 
 // Fingerprint identifies a message within its conversation: the same role,
@@ -134,15 +154,13 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 	for i, ch := range chunks {
 		toks := append(append([]string(nil), speaker...), e.an.Normalize(contents[i])...)
 		n := e.an.Count(ch)
-		ids, freqs, length := e.dict.Terms(toks)
 		c.ClockAdvance += n
 		c.Items = append(c.Items, store.CaptureItem{
 			Body: ch, Tokens: toks, TokenCount: n,
 			Tau: e.opt.BaseTau, Novelty: 0,
-			Rows: []store.RetrievalRow{{DictVersion: e.dict.Version(), TermIDs: toInt32(ids), Freqs: toInt16(freqs), Length: length}},
 		})
 	}
-	return e.store.Capture(ctx, c)
+	return e.captureAllVersions(ctx, c)
 }
 
 func toInt32(v []uint32) []int32 {

@@ -143,7 +143,7 @@ func TestFrameRetrievesAcrossConversations(t *testing.T) {
 	if last.Role != "user" || !strings.HasSuffix(last.Text, "Where did I put my passport?") {
 		t.Fatalf("frame not closed by the live question: %+v", last)
 	}
-	if !strings.Contains(txt, "⟦earlier conversation · Fri 2 Jan 2026 03:04 · 3 days ago⟧\n⟦alice⟧ My passport") {
+	if !strings.Contains(txt, "【2 Jan 2026, 3 days ago】\n【alice】 My passport") {
 		t.Fatalf("labels not resolved at render time:\n%s", txt)
 	}
 	for i, tr := range fr.Turns {
@@ -151,7 +151,7 @@ func TestFrameRetrievesAcrossConversations(t *testing.T) {
 			t.Fatalf("turn %d breaks alternation: %s", i, tr.Role)
 		}
 	}
-	if strings.Index(txt, "blue folder") > strings.Index(txt, "⟦this conversation") {
+	if strings.Index(txt, "blue folder") > strings.Index(txt, "【this conversation") {
 		t.Fatal("the current conversation must come last")
 	}
 }

@@ -30,9 +30,14 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	terms := e.dict.QueryTerms(e.an.Normalize(e.an.ChunkContent(q.Live, []string{q.Live})[0]))
 	var hits []arena.Hit
 	if len(terms) > 0 {
-		hits = r.arena.Search(arena.Query{
-			Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates,
-		})
+		aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}
+		hits = r.arena.Search(aq)
+		if e.opt.Expansion.terms > 0 {
+			aq.Terms, aq.Weights = e.opt.Expansion.expand(r.arena, terms, hits)
+			if aq.Weights != nil {
+				hits = r.arena.Search(aq)
+			}
+		}
 	}
 	in, err := e.store.ReadFrameInputs(ctx, q.TenantID, q.UserID, q.ConversationID, horizon(e.opt.BaseTau*maxTauFactor), e.opt.Recent)
 	if err != nil {

@@ -9,12 +9,13 @@ import (
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
-// Labels are set off by ⟦ ⟧, which stored content cannot produce: the same
-// brackets inside content are rendered as [ ], so a stored turn cannot forge
-// a label, a speaker or a time (stored prompt injection stays quoted).
+// Labels are set off by 【 】 (one model token each), which stored content
+// cannot produce: the same brackets inside content are rendered as [ ], so a
+// stored turn cannot forge a label, a speaker or a time (stored prompt
+// injection stays quoted).
 const (
-	labelOpen  = "⟦"
-	labelClose = "⟧"
+	labelOpen  = "【"
+	labelClose = "】"
 )
 
 var unforge = strings.NewReplacer(labelOpen, "[", labelClose, "]")
@@ -87,24 +88,30 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 }
 
 func preamble(trimmed bool) string {
-	s := labelOpen + "memory: verbatim past turns, earlier conversations first, this conversation last" + labelClose + "\n"
+	s := labelOpen + "memory: past turns verbatim, oldest first" + labelClose + "\n"
 	if trimmed {
-		s += labelOpen + "some less relevant memory was left out of this frame" + labelClose + "\n"
+		s += labelOpen + "less relevant memory left out" + labelClose + "\n"
 	}
 	return s
 }
 
-// conversationHeader opens a conversation's stretch with its time.
+// conversationHeader opens a conversation's stretch with its time; the
+// current conversation says so.
 func conversationHeader(it store.RenderItem, current int64, now time.Time) string {
-	which := "earlier conversation"
 	if it.ConvID == current {
-		which = "this conversation"
+		return labelOpen + "this conversation, " + stamp(it.BornAt, now) + labelClose + "\n"
 	}
-	return labelOpen + which + " · " + stamp(it.BornAt, now) + labelClose + "\n"
+	return timeLabel(it.BornAt, now)
 }
 
+// stamp is a date with its age; the time of day only for the last two days,
+// where it still tells turns apart.
 func stamp(at, now time.Time) string {
-	return at.UTC().Format("Mon 2 Jan 2006 15:04") + " · " + Age(at, now)
+	layout := "2 Jan 2006"
+	if now.Sub(at) < 48*time.Hour {
+		layout = "2 Jan 2006 15:04"
+	}
+	return at.UTC().Format(layout) + ", " + Age(at, now)
 }
 
 // timeGap is how far apart two shown turns may be before the later one

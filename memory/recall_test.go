@@ -1,0 +1,213 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/importer/locomo"
+	"github.com/perpetuity/perpetuity/memory/text"
+)
+
+// devSet is the recall development set, beside the repository (CI lays
+// shared/ next to the clone).
+const devSet = "../../shared/bench/locomo-dev.json"
+
+type recallQ struct {
+	who      memory.Who
+	question string
+	category int
+	evidence []string
+}
+
+// loadDevSet captures the LoCoMo development set through the real engine
+// (tokenizer, dictionary v1), each sample as one memory user of one tenant.
+func loadDevSet(t *testing.T) (*memory.Engine, []recallQ) {
+	t.Helper()
+	ctx := context.Background()
+	f, err := os.Open(devSet)
+	if err != nil {
+		t.Fatalf("development set: %v", err)
+	}
+	defer f.Close()
+	samples, err := locomo.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := newFixture(t).db
+	nt, err := db.CreateTenant(ctx, "locomo", "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := text.NewCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := 1
+	fmt.Sscan(os.Getenv("RECALL_DICT"), &version)
+	d, err := dict.Builtin(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE tenant_heads SET dict_version = $2 WHERE tenant_id = $1`, nt.TenantID, version); err != nil {
+		t.Fatal(err)
+	}
+	opts := memory.Options{}
+	fmt.Sscan(os.Getenv("RECALL_K1"), &opts.K1)
+	fmt.Sscan(os.Getenv("RECALL_B"), &opts.B)
+	if x := os.Getenv("RECALL_PRF"); x != "" {
+		var docs, terms int
+		var beta float32
+		fmt.Sscan(x, &docs, &terms, &beta)
+		opts.Expansion = memory.Expansion(docs, terms, beta)
+	}
+	eng := memory.New(db, memory.TextAnalyzer{C: c}, memory.DictTerms{D: d}, opts)
+	var qs []recallQ
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, len(samples))
+	for _, s := range samples {
+		wg.Add(1)
+		go func(s locomo.Sample) {
+			defer wg.Done()
+			uid, err := db.EnsureUser(ctx, nt.TenantID, s.ID)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for _, conv := range s.Conversations() {
+				cid, err := db.EnsureConversation(ctx, nt.TenantID, uid, "h:"+conv.ID, conv.Title)
+				if err != nil {
+					errs <- err
+					return
+				}
+				w := memory.Who{TenantID: nt.TenantID, UserID: uid, UserName: s.ID, ConversationID: cid}
+				for i, tr := range conv.Turns {
+					if _, err := eng.Capture(ctx, memory.Message{Who: w, Role: tr.Role, Speaker: tr.Speaker, Text: tr.Text, Position: i, At: tr.At}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			probe, err := db.EnsureConversation(ctx, nt.TenantID, uid, "probe", "probe")
+			if err != nil {
+				errs <- err
+				return
+			}
+			w := memory.Who{TenantID: nt.TenantID, UserID: uid, UserName: s.ID, ConversationID: probe}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, q := range s.Questions {
+				if len(q.Evidence) == 0 || q.Category < 1 || q.Category > 4 {
+					continue
+				}
+				var ev []string
+				for _, id := range q.Evidence {
+					if tr, ok := s.Turn(id); ok {
+						ev = append(ev, tr.Text)
+					}
+				}
+				qs = append(qs, recallQ{who: w, question: q.Text, category: q.Category, evidence: ev})
+			}
+		}(s)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	sort.Slice(qs, func(i, j int) bool { return qs[i].who.UserID < qs[j].who.UserID || (qs[i].who.UserID == qs[j].who.UserID && qs[i].question < qs[j].question) })
+	return eng, qs
+}
+
+type recallFigures struct {
+	recall, allEvidence, tokens float64
+	byCat                       map[int][2]float64
+}
+
+func measureRecall(t *testing.T, eng *memory.Engine, qs []recallQ, budget int) recallFigures {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	fig := recallFigures{byCat: map[int][2]float64{}}
+	cat := map[int][3]float64{}
+	for _, q := range qs {
+		fr, err := eng.Frame(ctx, memory.FrameQuery{Who: q.who, Live: q.question, Probe: true, Budget: budget, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, tr := range fr.Turns[:len(fr.Turns)-1] { // the live question closes the frame
+			b.WriteString(tr.Text)
+			b.WriteString("\n")
+		}
+		frame := b.String()
+		found := 0
+		for _, ev := range q.evidence {
+			if strings.Contains(frame, ev) {
+				found++
+			}
+		}
+		share := 1.0
+		if len(q.evidence) > 0 {
+			share = float64(found) / float64(len(q.evidence))
+		}
+		all := 0.0
+		if found == len(q.evidence) {
+			all = 1
+		}
+		fig.recall += share
+		fig.allEvidence += all
+		fig.tokens += float64(fr.Tokens)
+		c := cat[q.category]
+		cat[q.category] = [3]float64{c[0] + share, c[1] + all, c[2] + 1}
+	}
+	n := float64(len(qs))
+	fig.recall, fig.allEvidence, fig.tokens = fig.recall/n, fig.allEvidence/n, fig.tokens/n
+	for k, c := range cat {
+		fig.byCat[k] = [2]float64{c[0] / c[2], c[1] / c[2]}
+	}
+	return fig
+}
+
+// TestDevSetRecall guards the recall the memory engine reaches on the
+// development set, through the engine alone (the HTTP path is measured by
+// `perpetuity eval locomo`). PERPETUITY_RECALL_FULL=1 adds every ceiling.
+func TestDevSetRecall(t *testing.T) {
+	t.Parallel()
+	eng, qs := loadDevSet(t)
+	if len(qs) < 600 {
+		t.Fatalf("only %d questions with evidence", len(qs))
+	}
+	budgets := []int{0, 2000}
+	if os.Getenv("PERPETUITY_RECALL_FULL") != "" {
+		budgets = []int{0, 500, 1000, 2000, 4000, 8000, 100000}
+	}
+	for _, b := range budgets {
+		fig := measureRecall(t, eng, qs, b)
+		name := "server-chosen"
+		if b > 0 {
+			name = fmt.Sprintf("@%d", b)
+		}
+		t.Logf("%-13s recall %.3f all-evidence %.3f tokens %.0f  by category %v", name, fig.recall, fig.allEvidence, fig.tokens, fig.byCat)
+		switch b {
+		case 0:
+			if fig.allEvidence < 0.72 || fig.tokens > 4000 {
+				t.Errorf("server-chosen frame regressed: all-evidence %.3f at %.0f tokens", fig.allEvidence, fig.tokens)
+			}
+		case 2000:
+			if fig.recall < 0.74 {
+				t.Errorf("recall @2000 regressed: %.3f", fig.recall)
+			}
+		}
+	}
+}
+
+
