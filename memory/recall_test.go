@@ -123,7 +123,9 @@ func loadDevSet(t *testing.T) (*memory.Engine, []recallQ) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	sort.Slice(qs, func(i, j int) bool { return qs[i].who.UserID < qs[j].who.UserID || (qs[i].who.UserID == qs[j].who.UserID && qs[i].question < qs[j].question) })
+	sort.Slice(qs, func(i, j int) bool {
+		return qs[i].who.UserID < qs[j].who.UserID || (qs[i].who.UserID == qs[j].who.UserID && qs[i].question < qs[j].question)
+	})
 	return eng, qs
 }
 
@@ -209,5 +211,3 @@ func TestDevSetRecall(t *testing.T) {
 		}
 	}
 }
-
-
