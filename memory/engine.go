@@ -39,6 +39,7 @@ type Store interface {
 	ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int) (store.FrameInputs, error)
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
+	ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error)
 }
 
 // Options tune the engine.

@@ -57,6 +57,10 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
+	f.Retrieved = hitIDs(hits)
+	for id := range shown {
+		f.Shown = append(f.Shown, id)
+	}
 	if !q.Probe {
 		var rs []store.Reheat
 		for _, c := range cands {

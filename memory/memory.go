@@ -45,6 +45,9 @@ type FrameQuery struct {
 	Budget int
 	// Probe answers without remembering: no reheat, nothing written.
 	Probe bool
+	// Tools says the memory tools ride along: labels carry turn ids and a
+	// trimmed frame names the tool that reaches what was left out.
+	Tools bool
 	Now   time.Time
 }
 
@@ -60,4 +63,8 @@ type Frame struct {
 	Items   int  // stored items rendered
 	Tokens  int  // model tokens of the rendered text
 	Trimmed bool // the cap removed something
+	// Shown are the rendered items; Retrieved is the turn's whole ranked
+	// retrieval before the cap (what memory_reopen reaches).
+	Shown     []int64
+	Retrieved []int64
 }

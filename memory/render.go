@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 
 	var turns []Turn
 	if len(items) > 0 {
-		turns = append(turns, Turn{Role: "user", Text: preamble(trimmed)})
+		turns = append(turns, Turn{Role: "user", Text: preamble(trimmed, q.Tools)})
 	}
 	var conv, msg int64 = -1, -1
 	var prevAt time.Time
@@ -73,7 +74,11 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		}
 		prevAt = it.BornAt
 		msg = it.MessageID
-		b.WriteString(speakerLabel(it.Speaker, it.Interrupted))
+		if q.Tools {
+			b.WriteString(speakerLabelID(it.Speaker, it.Interrupted, it.ID))
+		} else {
+			b.WriteString(speakerLabel(it.Speaker, it.Interrupted))
+		}
 		b.WriteString(body)
 		turns = append(turns, Turn{Role: it.Role, Text: b.String()})
 	}
@@ -87,9 +92,12 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 	return f
 }
 
-func preamble(trimmed bool) string {
+func preamble(trimmed, tools bool) string {
 	s := labelOpen + "memory: past turns verbatim, oldest first" + labelClose + "\n"
-	if trimmed {
+	switch {
+	case trimmed && tools:
+		s += labelOpen + "less relevant memory left out; " + ToolReopen + " reaches it" + labelClose + "\n"
+	case trimmed:
 		s += labelOpen + "less relevant memory left out" + labelClose + "\n"
 	}
 	return s
@@ -131,6 +139,12 @@ func speakerLabel(speaker string, interrupted bool) string {
 		speaker += " · interrupted"
 	}
 	return labelOpen + speaker + labelClose + " "
+}
+
+// speakerLabelID is the speaker label with the turn id the tools take.
+func speakerLabelID(speaker string, interrupted bool, id int64) string {
+	l := speakerLabel(speaker, interrupted)
+	return l[:len(l)-len(labelClose)-1] + " #" + strconv.FormatInt(id, 10) + labelClose + " "
 }
 
 // itemCost is what an item adds to the rendered frame, but for a time or

@@ -231,3 +231,33 @@ func (db *DB) ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64,
 		return nil
 	})
 }
+
+const chainSQL = `WITH anchor AS (
+		SELECT conversation_id, id FROM items WHERE tenant_id = $1 AND id = $2 AND user_id = $3)
+	(SELECT i.id FROM items i, anchor a WHERE i.tenant_id = $1 AND i.conversation_id = a.conversation_id
+		AND i.id < a.id ORDER BY i.id DESC LIMIT $4)
+	UNION ALL (SELECT id FROM anchor)
+	UNION ALL
+	(SELECT i.id FROM items i, anchor a WHERE i.tenant_id = $1 AND i.conversation_id = a.conversation_id
+		AND i.id > a.id ORDER BY i.id LIMIT $5)`
+
+// ChainItems returns an item of the user and up to before/after items of
+// its conversation around it; nil when the user has no such item.
+func (db *DB) ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error) {
+	var ids []int64
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, chainSQL, tenantID, itemID, userID, before, after)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chain: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return ids, nil
+}
