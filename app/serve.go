@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/importer"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations"
@@ -69,6 +70,16 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	px.Register(ec)
 	mountImport(ec, importer.New(db, eng), px.Identify, cfg.MaxBodyBytes)
 	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+	ec.GET("/readyz", readyz(db, eng))
+	go func() {
+		ids, err := db.TenantIDs(ctx)
+		if err == nil {
+			err = eng.Warm(ctx, ids)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Error("arena warm-up failed", "err", err)
+		}
+	}()
 	console, err := web.New(web.Config{
 		PublicURL:     cfg.PublicURL,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
@@ -149,4 +160,31 @@ func kindFor(status int) proxy.ErrorKind {
 		return proxy.Internal
 	}
 	return proxy.InvalidRequest
+}
+
+// readyz answers 200 once the database answers, the schema is at the
+// binary's latest migration and the resident arenas are loaded.
+func readyz(db *store.DB, eng *memory.Engine) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		checks := map[string]string{"database": "ok", "migrations": "ok", "arenas": "ok"}
+		ok := true
+		if err := db.Pool.Ping(ctx); err != nil {
+			checks["database"], ok = "unreachable", false
+		}
+		var v int64
+		latest, _ := migrations.Latest()
+		if err := db.Pool.QueryRow(ctx, "SELECT version FROM schema_migrations WHERE NOT dirty").Scan(&v); err != nil || uint(v) != latest {
+			checks["migrations"], ok = fmt.Sprintf("at %d, want %d", v, latest), false
+		}
+		if !eng.Ready() {
+			checks["arenas"], ok = "loading", false
+		}
+		status := http.StatusOK
+		if !ok {
+			status = http.StatusServiceUnavailable
+		}
+		return c.JSON(status, checks)
+	}
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -20,6 +21,7 @@ type residents struct {
 	opts arena.Options
 	mu   sync.Mutex
 	by   map[int64]*resident
+	warm atomic.Bool // every tenant known at start is loaded
 }
 
 // resident is one tenant's arena and how far it has read the tenant's log.

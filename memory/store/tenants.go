@@ -220,3 +220,15 @@ func (db *DB) DeleteTenant(ctx context.Context, tenantID int64) error {
 		return nil
 	})
 }
+
+const tenantIDsSQL = `SELECT id FROM tenants ORDER BY id`
+
+// TenantIDs lists every tenant, for process-wide work (arena warm-up,
+// integrity runs). It reads ids only, never tenant data.
+func (db *DB) TenantIDs(ctx context.Context) ([]int64, error) {
+	rows, err := db.Pool.Query(ctx, tenantIDsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
