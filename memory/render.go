@@ -56,7 +56,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		turns = append(turns, Turn{Role: "user", Text: preamble(trimmed, q.Tools)})
 	}
 	var conv, msg int64 = -1, -1
-	var prevAt time.Time
+	var prevStamp string
 	for _, it := range items {
 		body := unforge.Replace(it.Body)
 		if it.MessageID == msg {
@@ -66,13 +66,13 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		var b strings.Builder
 		// The time goes out once per stretch of turns, not on every turn:
 		// labels are cheap so that the budget buys memory, not brackets.
-		if it.ConvID != conv {
-			conv = it.ConvID
+		if st := stamp(it.BornAt, q.Now); it.ConvID != conv {
+			conv, prevStamp = it.ConvID, st
 			b.WriteString(conversationHeader(it, q.ConversationID, q.Now))
-		} else if it.BornAt.Sub(prevAt) > timeGap || prevAt.Sub(it.BornAt) > timeGap {
+		} else if st != prevStamp {
+			prevStamp = st
 			b.WriteString(timeLabel(it.BornAt, q.Now))
 		}
-		prevAt = it.BornAt
 		msg = it.MessageID
 		if q.Tools {
 			b.WriteString(speakerLabelID(it.Speaker, it.Interrupted, it.ID))
@@ -83,7 +83,13 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		turns = append(turns, Turn{Role: it.Role, Text: b.String()})
 	}
 	if !q.LiveStored && q.Live != "" {
-		turns = append(turns, Turn{Role: "user", Text: q.Live})
+		// Not stored (probe, capture off): the question is still labelled,
+		// so it cannot read as part of the last quoted turn.
+		live := q.Live
+		if len(items) > 0 {
+			live = labelOpen + "now" + labelClose + "\n" + speakerLabel(q.UserName, false) + live
+		}
+		turns = append(turns, Turn{Role: "user", Text: live})
 	}
 	f := Frame{Turns: Alternate(turns), Items: len(items), Trimmed: trimmed}
 	for _, t := range f.Turns {
@@ -93,12 +99,12 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 }
 
 func preamble(trimmed, tools bool) string {
-	s := labelOpen + "memory: past turns verbatim, oldest first" + labelClose + "\n"
+	s := labelOpen + "memory: past turns verbatim, oldest first" + labelClose
 	switch {
 	case trimmed && tools:
-		s += labelOpen + "less relevant memory left out; " + ToolReopen + " reaches it" + labelClose + "\n"
+		s += "\n" + labelOpen + "less relevant memory left out; " + ToolReopen + " reaches it" + labelClose
 	case trimmed:
-		s += labelOpen + "less relevant memory left out" + labelClose + "\n"
+		s += "\n" + labelOpen + "less relevant memory left out" + labelClose
 	}
 	return s
 }
@@ -121,10 +127,6 @@ func stamp(at, now time.Time) string {
 	}
 	return at.UTC().Format(layout) + ", " + Age(at, now)
 }
-
-// timeGap is how far apart two shown turns may be before the later one
-// gets its own time label.
-const timeGap = 30 * time.Minute
 
 func timeLabel(at, now time.Time) string {
 	return labelOpen + stamp(at, now) + labelClose + "\n"

@@ -306,13 +306,12 @@ func (e *Engine) quote(st *ToolState, items []store.RenderItem, empty string) st
 	}
 	var b strings.Builder
 	var conv int64 = -1
-	var prev time.Time
+	var prev string
 	for _, it := range items {
-		if it.ConvID != conv || it.BornAt.Sub(prev) > timeGap || prev.Sub(it.BornAt) > timeGap {
-			conv = it.ConvID
+		if s := stamp(it.BornAt, st.Now); it.ConvID != conv || s != prev {
+			conv, prev = it.ConvID, s
 			b.WriteString(timeLabel(it.BornAt, st.Now))
 		}
-		prev = it.BornAt
 		b.WriteString(speakerLabelID(it.Speaker, it.Interrupted, it.ID))
 		b.WriteString(unforge.Replace(it.Body))
 		b.WriteString("\n")
