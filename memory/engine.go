@@ -40,6 +40,7 @@ type Store interface {
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
 	ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error)
+	ReadNeighbors(ctx context.Context, tenantID int64, ids []int64) ([]store.Neighbors, error)
 }
 
 // Options tune the engine.
@@ -65,6 +66,19 @@ type Options struct {
 	K1, B float32
 	// Expansion tunes pseudo-relevance feedback (zero: the defaults).
 	Expansion expansion
+	// Context tunes how a match brings its conversation neighbours along.
+	Context Context
+}
+
+// Context brings the turns around a match into the frame: the neighbours of
+// the Hits best matches, ranked as if Lag places below their match. A
+// question rarely shares words with its answer's reply ("it's a mix of
+// drama and romance"), but often with the turn that asked. Hits < 0 turns
+// it off.
+type Context struct {
+	Hits int
+	Lag  int
+	Prev bool // also the turn before a match, not only the reply after it
 }
 
 // Expansion sets pseudo-relevance feedback: the top docs vote, terms words
@@ -112,6 +126,9 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	if opt.Expansion.terms < 0 {
 		opt.Expansion.terms = 0
+	}
+	if opt.Context == (Context{}) {
+		opt.Context = Context{Hits: 40, Lag: 4}
 	}
 	vs, _ := st.(versionStore)
 	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}),

@@ -52,7 +52,13 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		budget = Budget(hits, e.opt.Floor, min(e.opt.AutoCeiling, ceiling))
 	}
 
-	cands := e.candidates(q, hits, in)
+	var nbs []store.Neighbors
+	if n := min(e.opt.Context.Hits, len(hits)); n > 0 {
+		if nbs, err = e.store.ReadNeighbors(ctx, q.TenantID, hitIDs(hits[:n])); err != nil {
+			return Frame{}, err
+		}
+	}
+	cands := e.candidates(q, hits, nbs, in)
 	f, shown, err := e.fit(ctx, q, cands, budget)
 	if err != nil {
 		return Frame{}, err
@@ -82,7 +88,7 @@ const maxTauFactor = 2
 // candidates merges the three ways into the frame: the most recent stretch
 // of this conversation (mandatory), this turn's retrieval (reheated by rank;
 // the best few mandatory), and whatever else is still warm.
-func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, in store.FrameInputs) []cand {
+func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []store.Neighbors, in store.FrameInputs) []cand {
 	by := map[int64]*cand{}
 	get := func(id int64) *cand {
 		c := by[id]
@@ -106,6 +112,29 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, in store.FrameInputs
 		}
 		if i < mandatoryHits {
 			c.mandatory = true
+		}
+	}
+	rankOf := make(map[int64]int, len(hits))
+	for i, h := range hits {
+		rankOf[h.ID] = i
+	}
+	for _, nb := range nbs {
+		r := rankOf[nb.ID] + e.opt.Context.Lag
+		around := []int64{nb.Next}
+		if e.opt.Context.Prev {
+			around = append(around, nb.Prev)
+		}
+		for _, id := range around {
+			if id == 0 {
+				continue
+			}
+			c := get(id)
+			if p := RankPeak(r); p > c.heat {
+				c.heat = p
+				if c.rank < 0 || c.rank > r {
+					c.rank = r
+				}
+			}
 		}
 	}
 	for _, id := range in.Recent {

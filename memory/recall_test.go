@@ -62,6 +62,12 @@ func loadDevSet(t *testing.T) (*memory.Engine, []recallQ) {
 	opts := memory.Options{}
 	fmt.Sscan(os.Getenv("RECALL_K1"), &opts.K1)
 	fmt.Sscan(os.Getenv("RECALL_B"), &opts.B)
+	fmt.Sscan(os.Getenv("RECALL_BUDGET"), &opts.Floor, &opts.AutoCeiling)
+	if x := os.Getenv("RECALL_CTX"); x != "" {
+		var prev int
+		fmt.Sscan(x, &opts.Context.Hits, &opts.Context.Lag, &prev)
+		opts.Context.Prev = prev == 1
+	}
 	if x := os.Getenv("RECALL_PRF"); x != "" {
 		var docs, terms int
 		var beta float32

@@ -261,3 +261,31 @@ func (db *DB) ChainItems(ctx context.Context, tenantID, userID, itemID int64, be
 	}
 	return ids, nil
 }
+
+const neighborsSQL = `SELECT i.id,
+		COALESCE((SELECT max(p.id) FROM items p WHERE p.tenant_id = $1 AND p.conversation_id = i.conversation_id AND p.id < i.id), 0),
+		COALESCE((SELECT min(n.id) FROM items n WHERE n.tenant_id = $1 AND n.conversation_id = i.conversation_id AND n.id > i.id), 0)
+	FROM items i WHERE i.tenant_id = $1 AND i.id = ANY($2)`
+
+// Neighbors are the items just before and after an item in its
+// conversation (0 where there is none).
+type Neighbors struct {
+	ID, Prev, Next int64
+}
+
+// ReadNeighbors finds the conversation neighbours of items.
+func (db *DB) ReadNeighbors(ctx context.Context, tenantID int64, ids []int64) ([]Neighbors, error) {
+	var out []Neighbors
+	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, neighborsSQL, tenantID, ids)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Neighbors])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("neighbors: %w", err)
+	}
+	return out, nil
+}
