@@ -34,5 +34,14 @@ test: fmtcheck vet deps
 	export DATABASE_URL; \
 	$(GO) test -count=1 -timeout 14m ./...
 
+# bench writes BENCHMARKS.md (minutes); BENCH_QUICK=1 make bench is a smoke
+# run of under a minute. The recall section needs ../shared/bench/locomo-dev.json
+# and is skipped without it.
+bench:
+	@DATABASE_URL="$$($(GO) run ./cmd/perpetuity devdb)" || exit 1; \
+	export DATABASE_URL; \
+	locomo=../shared/bench/locomo-dev.json; [ -f "$$locomo" ] || locomo=; \
+	$(GO) run ./cmd/perpetuity bench all --locomo "$$locomo" --out BENCHMARKS.md
+
 clean:
 	rm -rf bin

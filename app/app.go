@@ -42,14 +42,18 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve":   {"run the proxy and console (applies migrations first)", runServe},
-		"dev":     {"find or start PostgreSQL, create a demo tenant once, and serve (make run)", runDev},
-		"migrate": {"apply (up) or revert (down [N]) schema migrations", runMigrate},
-		"tenant":  {"manage tenants: tenant create NAME", runTenant},
-		"admin":   {"admin create EMAIL: create a platform admin (password on standard input)", runAdmin},
-		"devdb":   {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},
-		"eval":    {"recall benchmark: eval locomo [--json] [--samples N] [--questions N] FILE", runEval},
-		"import":  {"import conversation history: import --tenant ID [--user NAME] FILE", runImport},
+		"serve":     {"run the proxy and console (applies migrations first)", runServe},
+		"dev":       {"find or start PostgreSQL, create a demo tenant once, and serve (make run)", runDev},
+		"migrate":   {"apply (up) or revert (down [N]) schema migrations", runMigrate},
+		"tenant":    {"manage tenants: tenant create NAME", runTenant},
+		"admin":     {"admin create EMAIL: create a platform admin (password on standard input)", runAdmin},
+		"devdb":     {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},
+		"eval":      {"recall benchmark: eval locomo [--json] [--samples N] [--questions N] FILE", runEval},
+		"import":    {"import conversation history: import --tenant ID [--user NAME] [--format jsonl|chatgpt] FILE", runImport},
+		"export":    {"write a memory user's memory as JSONL: export --tenant ID --user NAME [--out FILE]", runExport},
+		"dict":      {"dictionary rollouts: dict upload FILE | status | derive V | flip V | retire V", runDict},
+		"integrity": {"recompute the memory invariants, keep a report: integrity [--tenant ID]", runIntegrity},
+		"purge":     {"remove a memory user's whole memory: purge --tenant ID --user NAME [--yes]", runPurge},
 	}
 }
 

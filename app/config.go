@@ -7,20 +7,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perpetuity/perpetuity/proxy"
 )
 
 // Config is everything the service reads from its environment. Each field
 // names its variable; the README lists them with their defaults.
 type Config struct {
-	DatabaseURL      string        // DATABASE_URL
-	Addr             string        // PERPETUITY_ADDR
-	PublicURL        string        // PERPETUITY_PUBLIC_URL
-	OpenAIBaseURL    string        // PERPETUITY_OPENAI_BASE_URL
-	AnthropicBaseURL string        // PERPETUITY_ANTHROPIC_BASE_URL
-	LogLevel         string        // PERPETUITY_LOG_LEVEL
-	MaxBodyBytes     int64         // PERPETUITY_MAX_BODY_BYTES
-	CaptureTimeout   time.Duration // PERPETUITY_CAPTURE_TIMEOUT
-	FrameCeiling     int           // PERPETUITY_FRAME_CEILING
+	DatabaseURL       string           // DATABASE_URL
+	Addr              string           // PERPETUITY_ADDR
+	PublicURL         string           // PERPETUITY_PUBLIC_URL
+	OpenAIBaseURL     string           // PERPETUITY_OPENAI_BASE_URL
+	AnthropicBaseURL  string           // PERPETUITY_ANTHROPIC_BASE_URL
+	OpenRouterBaseURL string           // PERPETUITY_OPENROUTER_BASE_URL
+	Upstreams         []proxy.Upstream // PERPETUITY_UPSTREAMS
+	LogLevel          string           // PERPETUITY_LOG_LEVEL
+	MaxBodyBytes      int64            // PERPETUITY_MAX_BODY_BYTES
+	CaptureTimeout    time.Duration    // PERPETUITY_CAPTURE_TIMEOUT
+	FrameCeiling      int              // PERPETUITY_FRAME_CEILING
 }
 
 type envVar struct {
@@ -35,6 +39,8 @@ var envVars = []envVar{
 	{"PERPETUITY_PUBLIC_URL", "http://localhost:8080", "Base URL users reach the service at; proxy URLs are built from it."},
 	{"PERPETUITY_OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI upstream, including /v1 as the OpenAI SDKs expect."},
 	{"PERPETUITY_ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic upstream, without /v1 as the Anthropic SDKs expect."},
+	{"PERPETUITY_OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1", "OpenRouter upstream (OpenAI-compatible), including /api/v1."},
+	{"PERPETUITY_UPSTREAMS", "", "More OpenAI-compatible upstreams: `name=base-url|prefix,prefix;...`; models starting with a prefix go there."},
 	{"PERPETUITY_LOG_LEVEL", "info", "debug, info, warn or error."},
 	{"PERPETUITY_MAX_BODY_BYTES", "33554432", "Largest accepted request body in bytes."},
 	{"PERPETUITY_CAPTURE_TIMEOUT", "10s", "How long a capture may take, independent of the client connection."},
@@ -56,12 +62,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return ""
 	}
 	c := Config{
-		DatabaseURL:      get("DATABASE_URL"),
-		Addr:             get("PERPETUITY_ADDR"),
-		PublicURL:        strings.TrimRight(get("PERPETUITY_PUBLIC_URL"), "/"),
-		OpenAIBaseURL:    strings.TrimRight(get("PERPETUITY_OPENAI_BASE_URL"), "/"),
-		AnthropicBaseURL: strings.TrimRight(get("PERPETUITY_ANTHROPIC_BASE_URL"), "/"),
-		LogLevel:         strings.ToLower(get("PERPETUITY_LOG_LEVEL")),
+		DatabaseURL:       get("DATABASE_URL"),
+		Addr:              get("PERPETUITY_ADDR"),
+		PublicURL:         strings.TrimRight(get("PERPETUITY_PUBLIC_URL"), "/"),
+		OpenAIBaseURL:     strings.TrimRight(get("PERPETUITY_OPENAI_BASE_URL"), "/"),
+		AnthropicBaseURL:  strings.TrimRight(get("PERPETUITY_ANTHROPIC_BASE_URL"), "/"),
+		OpenRouterBaseURL: strings.TrimRight(get("PERPETUITY_OPENROUTER_BASE_URL"), "/"),
+		LogLevel:          strings.ToLower(get("PERPETUITY_LOG_LEVEL")),
 	}
 	if c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)
@@ -76,12 +83,18 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		{"PERPETUITY_PUBLIC_URL", c.PublicURL},
 		{"PERPETUITY_OPENAI_BASE_URL", c.OpenAIBaseURL},
 		{"PERPETUITY_ANTHROPIC_BASE_URL", c.AnthropicBaseURL},
+		{"PERPETUITY_OPENROUTER_BASE_URL", c.OpenRouterBaseURL},
 	} {
 		p, err := url.Parse(u.val)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return c, fmt.Errorf("%s: %q is not an http(s) URL", u.name, u.val)
 		}
 	}
+	ups, err := proxy.ParseUpstreams(get("PERPETUITY_UPSTREAMS"))
+	if err != nil {
+		return c, fmt.Errorf("PERPETUITY_UPSTREAMS: %w", err)
+	}
+	c.Upstreams = ups
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

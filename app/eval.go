@@ -15,8 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/importer"
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
+	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/memory/text"
 	"github.com/perpetuity/perpetuity/proxy"
@@ -48,6 +50,7 @@ func runEval(ctx context.Context, e env, args []string) error {
 	nSamples := fs.Int("samples", 0, "only the first N samples (0: all)")
 	nQuestions := fs.Int("questions", 0, "at most N questions with evidence per sample (0: all)")
 	conc := fs.Int("concurrency", 4, "questions asked at once")
+	dictV := fs.Int("dict", 0, "derive and flip the scratch tenant to this shipped dictionary version before asking (0: the default)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -71,7 +74,7 @@ func runEval(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("%s: no LoCoMo samples", fs.Arg(0))
 	}
 	start := time.Now()
-	scored, err := evalLocomo(ctx, e, samples, evalOptions{questions: *nQuestions, concurrency: *conc})
+	scored, err := evalLocomo(ctx, e, samples, evalOptions{questions: *nQuestions, concurrency: *conc, dict: *dictV})
 	if err != nil {
 		return err
 	}
@@ -87,6 +90,7 @@ func runEval(ctx context.Context, e env, args []string) error {
 type evalOptions struct {
 	questions   int // per sample, 0: all
 	concurrency int
+	dict        int // dictionary version to serve the questions with, 0: the default
 }
 
 // probe is one question asked under one budget (0: the server chooses).
@@ -178,6 +182,22 @@ func evalLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpt
 	}
 	fmt.Fprintf(e.stderr, "eval: imported %d conversations, %d turns\n", imported.Conversations, imported.Turns+imported.Duplicates)
 
+	if opt.dict > 0 {
+		d, err := dict.Builtin(opt.dict)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := db.UploadDictionary(ctx, d, cliActor()); err != nil {
+			return nil, err
+		}
+		if _, err := (&ops.Deriver{St: db}).Derive(ctx, nt.TenantID, opt.dict, cliActor()); err != nil && !errors.Is(err, store.ErrActiveVersion) {
+			return nil, err
+		}
+		if _, err := db.Flip(ctx, nt.TenantID, opt.dict, cliActor()); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stderr, "eval: scratch tenant derived and flipped to dictionary v%d\n", opt.dict)
+	}
 	chatURL := keyBase + "/v1/chat/completions"
 	if err := warmUp(ctx, client, chatURL, samples); err != nil {
 		return nil, err

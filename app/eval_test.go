@@ -178,7 +178,8 @@ func TestImportCommand(t *testing.T) {
 		stored  int
 	}{
 		{"no tenant", []string{good}, "usage", "", 0},
-		{"bad format", []string{"--tenant", tenant, "--format", "chatgpt", good}, "not supported", "", 0},
+		{"bad format", []string{"--tenant", tenant, "--format", "csv", good}, "not supported", "", 0},
+		{"not chatgpt", []string{"--tenant", tenant, "--format", "chatgpt", good}, "not ChatGPT", "", 0},
 		{"no user for line 2", []string{"--tenant", tenant, good}, "line 2: user: required", "", 0},
 		{"bad line imports nothing", []string{"--tenant", tenant, "--user", "bob", bad}, `line 2: unknown field "mood" (nothing was imported)`, "", 0},
 		{"good", []string{"--tenant", tenant, "--user", "bob", good}, "", "imported 2 conversations into tenant " + tenant + ": 3 turns stored, 0 already present", 3},

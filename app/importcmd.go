@@ -15,7 +15,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/importer"
 )
 
-const importUsage = "import --tenant ID [--user NAME] FILE   (FILE in the JSONL format of the README; - reads stdin)"
+const importUsage = "import --tenant ID [--user NAME] [--format jsonl|chatgpt] FILE   (FILE in the JSONL format of the README, or ChatGPT's conversations.json; - reads stdin)"
 
 // runImport is `perpetuity import`: it loads conversation history into a
 // tenant through the capture path. The whole file is checked first, so a
@@ -24,7 +24,7 @@ func runImport(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "import", importUsage)
 	tenant := fs.Int64("tenant", 0, "id of the tenant to import into (required)")
 	user := fs.String("user", "", `memory user of lines without a "user" field (created if new)`)
-	format := fs.String("format", "jsonl", "input format (jsonl)")
+	format := fs.String("format", "jsonl", "input format: jsonl, or chatgpt (conversations.json of ChatGPT's data export)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -32,8 +32,8 @@ func runImport(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return UsageError{"usage: perpetuity " + importUsage}
 	}
-	if *format != "jsonl" {
-		return UsageError{fmt.Sprintf("import: --format %q is not supported (jsonl)", *format)}
+	if *format != "jsonl" && *format != "chatgpt" {
+		return UsageError{fmt.Sprintf("import: --format %q is not supported (jsonl, chatgpt)", *format)}
 	}
 	name := fs.Arg(0)
 	open, closeFile, err := reopenable(e, name)
@@ -41,6 +41,11 @@ func runImport(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer closeFile()
+	if *format == "chatgpt" {
+		if open, err = fromChatGPT(e, open); err != nil {
+			return fmt.Errorf("%s: %w (nothing was imported)", name, err)
+		}
+	}
 
 	who := memory.Who{TenantID: *tenant, UserName: *user}
 	r, err := open()
@@ -95,6 +100,24 @@ func reopenable(e env, name string) (open func() (io.Reader, error), closeFn fun
 		}
 		return f, nil
 	}, func() { f.Close() }, nil
+}
+
+// fromChatGPT converts ChatGPT's export to JSONL once, in memory (it is
+// a fraction of conversations.json), so checking and importing below read
+// one format.
+func fromChatGPT(e env, open func() (io.Reader, error)) (func() (io.Reader, error), error) {
+	r, err := open()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	st, err := importer.ChatGPTToJSONL(r, &buf)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "chatgpt: %d conversations with %d turns to import, %d without text skipped\n", st.Conversations, st.Turns, st.Skipped)
+	b := buf.Bytes()
+	return func() (io.Reader, error) { return bytes.NewReader(b), nil }, nil
 }
 
 // mountImport serves the import endpoint beside the proxy routes: the key

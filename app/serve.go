@@ -60,6 +60,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	}
 	px := proxy.New(proxy.Config{
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
+		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams,
 		MaxBodyBytes: cfg.MaxBodyBytes, CaptureTimeout: cfg.CaptureTimeout, FrameCeiling: cfg.FrameCeiling,
 	}, db, eng, log)
 
@@ -87,6 +88,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
+	console.SetArenas(eng) // integrity checks from the console compare this process's arenas
 	console.Register(ec)
 
 	srv := &http.Server{

@@ -27,7 +27,11 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	terms := e.dict.QueryTerms(e.an.Normalize(e.an.ChunkContent(q.Live, []string{q.Live})[0]))
+	d, err := e.dictionary(ctx, r.dict)
+	if err != nil {
+		return Frame{}, err
+	}
+	terms := d.QueryTerms(e.an.Normalize(e.an.ChunkContent(q.Live, []string{q.Live})[0]))
 	var hits []arena.Hit
 	if len(terms) > 0 {
 		aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}

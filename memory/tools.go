@@ -125,7 +125,11 @@ func (e *Engine) search(ctx context.Context, st *ToolState, query string, k int)
 	if err != nil {
 		return nil, err
 	}
-	terms := e.dict.QueryTerms(e.an.Normalize(query))
+	d, err := e.dictionary(ctx, r.dict)
+	if err != nil {
+		return nil, err
+	}
+	terms := d.QueryTerms(e.an.Normalize(query))
 	if len(terms) == 0 {
 		return nil, nil
 	}

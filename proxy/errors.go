@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
+	"github.com/perpetuity/perpetuity/proxy/wire/openai"
 )
 
 // Dialect is the API shape a request came in with.
@@ -129,10 +132,16 @@ func ErrorBody(d Dialect, err error) (int, []byte) {
 // the response has already started streaming.
 func StreamErrorEvent(d Dialect, err error) []byte {
 	_, body := ErrorBody(d, err)
-	if d == AnthropicMessages {
+	switch d {
+	case AnthropicMessages:
 		return []byte("event: error\ndata: " + string(body) + "\n\n")
-	}
-	if d == OpenAIResponses {
+	case OpenAIResponses:
+		var eb openai.ErrorBody
+		if json.Unmarshal(body, &eb) == nil {
+			if b, err := jsonx.Marshal(openai.NewResponsesErrorEvent(eb)); err == nil {
+				body = b
+			}
+		}
 		return []byte("event: error\ndata: " + string(body) + "\n\n")
 	}
 	return []byte("data: " + string(body) + "\n\n")

@@ -108,9 +108,10 @@ func (p *Proxy) chooseUser(ctx context.Context, c echo.Context, who memory.Who, 
 	return who, nil
 }
 
-// conversationKey is X-Perpetuity-Conversation, else a deterministic hash of
-// the user, the system prompt and the first user message: a harness that
-// resends its whole history keeps one conversation.
+// conversationKey is X-Perpetuity-Conversation, else the harness's own
+// conversation id, else a deterministic hash of the user, the system prompt
+// and the first user message: a harness that resends its whole history
+// keeps one conversation.
 func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title string, err error) {
 	first := ""
 	for _, m := range in.messages {
@@ -125,6 +126,11 @@ func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title st
 			return "", "", errBadRequest("%s: longer than %d bytes", HeaderConversation, maxNameLen)
 		}
 		return "h:" + h, title, nil
+	}
+	if in.session != "" && len(in.session) <= maxNameLen {
+		// The harness's own conversation id (Responses "conversation"):
+		// its requests carry only the new items, so no first message to hash.
+		return "s:" + in.session, title, nil
 	}
 	s := sha256.New()
 	s.Write([]byte(strconv.FormatInt(who.UserID, 10)))

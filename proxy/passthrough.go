@@ -14,7 +14,10 @@ var noDeadline time.Time
 
 // passthrough relays every other provider path (/v1/models,
 // /v1/messages/count_tokens, /v1/embeddings, ...) unchanged, so adopting the
-// proxy breaks nothing. A valid Perpetuity key is still required: the proxy
+// proxy breaks nothing. The provider is read from the credential alone
+// (these bodies need not name a model): an OpenRouter key goes to
+// OpenRouter, an Anthropic-style caller to Anthropic, anything else to
+// OpenAI. A valid Perpetuity key is still required: the proxy
 // is not an open relay.
 func (p *Proxy) passthrough(c echo.Context) error {
 	req := c.Request()
@@ -23,10 +26,13 @@ func (p *Proxy) passthrough(c echo.Context) error {
 	}
 	rest := c.Param("*")
 	var target string
-	if isAnthropic(req.Header) {
-		target = p.cfg.AnthropicBaseURL + "/v1/" + rest
-	} else {
-		target = p.cfg.OpenAIBaseURL + "/" + rest
+	switch {
+	case readCredentials(req.Header).bearer.kind == keyOpenRouter:
+		target = p.providers.openrouter.base + "/" + rest
+	case isAnthropic(req.Header):
+		target = p.providers.anthropic.base + "/v1/" + rest
+	default:
+		target = p.providers.openai.base + "/" + rest
 	}
 	if req.URL.RawQuery != "" {
 		target += "?" + req.URL.RawQuery

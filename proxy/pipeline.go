@@ -92,7 +92,7 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		if t.who, err = p.chooseUser(ctx, c, who, key, t.in.userHint); err != nil {
 			return err
 		}
-		if t.up, err = p.route(d, t.in, req.Header); err != nil {
+		if t.up, err = p.route(t.in, req.Header, p.tr.WithLogger(p.log.With("request_id", t.rid))); err != nil {
 			return err
 		}
 		convKey, title, err := conversationKey(c, t.who, t.in)
@@ -111,7 +111,7 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if t.sw.recall && t.in.live >= 0 {
+		if t.sw.recall && t.in.live >= 0 && !t.in.stateful {
 			f, err := p.mem.Frame(ctx, memory.FrameQuery{
 				Who: t.who, Live: t.liveText, LiveStored: live != nil, LiveItems: liveItems(live),
 				Ceiling: p.cfg.FrameCeiling, Budget: t.sw.budget, Probe: t.sw.probe || !t.sw.capture, Now: time.Now(),

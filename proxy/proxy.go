@@ -1,7 +1,16 @@
 // Package proxy is the request pipeline (DESIGN §2): identify, capture the
 // live message, retrieve and render the frame, forward to the provider,
-// stream the reply back, capture the reply. One adapter per (inbound
-// dialect, upstream) pair is chosen by the switch in route.go.
+// stream the reply back, capture the reply.
+//
+// Three inbound dialects (OpenAI chat completions, Anthropic messages,
+// OpenAI Responses) meet OpenAI-compatible and Anthropic upstreams. The
+// provider is detected from the credential's and the model name's shape
+// (detect.go); one adapter per (inbound dialect, provider dialect) pair is
+// chosen by the switch in route.go. Crossing adapters render the frame in
+// the inbound dialect and translate the result (proxy/translate); replies
+// are translated back event by event, while capture follows the provider's
+// own events. The Responses API goes to OpenAI-compatible upstreams only
+// (responses.go).
 package proxy
 
 import (
@@ -11,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +28,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/translate"
 )
 
 // Memory is what the pipeline needs from the memory engine.
@@ -30,18 +41,24 @@ type Memory interface {
 type Config struct {
 	OpenAIBaseURL    string // includes /v1
 	AnthropicBaseURL string // without /v1
-	MaxBodyBytes     int64
-	CaptureTimeout   time.Duration
-	FrameCeiling     int
+	// OpenRouterBaseURL includes /api/v1; empty means DefaultOpenRouterBaseURL.
+	OpenRouterBaseURL string
+	// Upstreams are the operator's OpenAI-compatible servers (ParseUpstreams).
+	Upstreams      []Upstream
+	MaxBodyBytes   int64
+	CaptureTimeout time.Duration
+	FrameCeiling   int
 }
 
 // Proxy serves the provider-shaped routes.
 type Proxy struct {
-	cfg    Config
-	dir    Directory
-	mem    Memory
-	log    *slog.Logger
-	client *http.Client
+	cfg       Config
+	providers providers
+	tr        *translate.Translator
+	dir       Directory
+	mem       Memory
+	log       *slog.Logger
+	client    *http.Client
 	// after tracks reply captures still running once their response ended.
 	after sync.WaitGroup
 
@@ -73,7 +90,8 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &Proxy{cfg: cfg, dir: dir, mem: mem, log: log, client: &http.Client{Transport: tr}, touched: map[int64]time.Time{}}
+	return &Proxy{cfg: cfg, providers: newProviders(cfg), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
+		client: &http.Client{Transport: tr}, touched: map[int64]time.Time{}}
 }
 
 // Register mounts the proxy routes. The key travels in the path (so that
@@ -83,6 +101,7 @@ func (p *Proxy) Register(e *echo.Echo) {
 		g := e.Group(prefix, p.tagDialect)
 		g.POST("/chat/completions", p.chat(OpenAIChat))
 		g.POST("/messages", p.chat(AnthropicMessages))
+		g.POST("/responses", p.chat(OpenAIResponses))
 		g.Any("/*", p.passthrough)
 	}
 }
@@ -110,8 +129,11 @@ func (p *Proxy) tagDialect(next echo.HandlerFunc) echo.HandlerFunc {
 // the messages route and Anthropic-style credentials speak Anthropic.
 func guessDialect(r *http.Request) Dialect {
 	path := r.URL.Path
-	if len(path) >= len("/messages") && path[len(path)-len("/messages"):] == "/messages" {
+	if strings.HasSuffix(path, "/messages") {
 		return AnthropicMessages
+	}
+	if strings.HasSuffix(path, "/responses") {
+		return OpenAIResponses
 	}
 	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" {
 		return AnthropicMessages

@@ -2,47 +2,17 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/proxy/sse"
+	"github.com/perpetuity/perpetuity/proxy/translate"
 )
-
-// hopHeaders are never copied between client and provider.
-var hopHeaders = map[string]bool{
-	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Host": true, "Content-Length": true, "Accept-Encoding": true, "Content-Encoding": true,
-}
-
-// outboundHeaders copies the caller's headers for the provider: its
-// credential passes through untouched; Perpetuity's own headers stay here.
-func outboundHeaders(src http.Header) http.Header {
-	dst := make(http.Header, len(src))
-	for k, vs := range src {
-		if hopHeaders[k] || strings.HasPrefix(k, "X-Perpetuity-") {
-			continue
-		}
-		dst[k] = append([]string(nil), vs...)
-	}
-	return dst
-}
-
-func copyResponseHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		if hopHeaders[k] {
-			continue
-		}
-		dst[k] = append([]string(nil), vs...)
-	}
-}
 
 // maxUpstreamBody bounds a non-streamed provider reply held in memory.
 const maxUpstreamBody = 64 << 20
@@ -50,14 +20,12 @@ const maxUpstreamBody = 64 << 20
 // forward sends the rendered request and relays the reply, returning what
 // the provider said for capture.
 func (p *Proxy) forward(c echo.Context, t *turn, body []byte) (reply, error) {
-	req := c.Request()
-	ctx := req.Context()
+	ctx := c.Request().Context()
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, t.up.url, bytes.NewReader(body))
 	if err != nil {
 		return reply{}, fmt.Errorf("build upstream request: %w", err)
 	}
-	up.Header = outboundHeaders(req.Header)
-	up.Header.Set("Content-Type", "application/json")
+	up.Header = t.up.header.Clone()
 	resp, err := p.client.Do(up)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -69,7 +37,11 @@ func (p *Proxy) forward(c echo.Context, t *turn, body []byte) (reply, error) {
 	if resp.StatusCode >= 300 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		copyResponseHeaders(c.Response().Header(), resp.Header)
-		return reply{}, &APIError{Status: resp.StatusCode, Kind: UpstreamError, Message: "provider error", Body: b,
+		status := resp.StatusCode
+		if t.up.errorBody != nil {
+			status, b = t.up.errorBody(status, b)
+		}
+		return reply{}, &APIError{Status: status, Kind: UpstreamError, Message: "provider error", Body: b,
 			RetryAfter: resp.Header.Get("Retry-After")}
 	}
 	if isEventStream(resp.Header.Get("Content-Type")) {
@@ -86,26 +58,43 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 		}
 		return reply{}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider reply cut short"}
 	}
+	r := reply{text: replyText(t.up.dialect, b), usage: readUsage(b)}
+	out := b
+	if t.up.response != nil {
+		if out, err = t.up.response(b); err != nil {
+			p.log.Warn("provider reply could not be translated", "request_id", t.rid, "provider", t.up.provider, "err", err)
+			r.interrupted = true
+			return r, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider reply could not be translated"}
+		}
+	}
 	res := c.Response()
 	copyResponseHeaders(res.Header(), resp.Header)
-	res.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	if t.up.response != nil {
+		res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	}
+	res.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	res.WriteHeader(resp.StatusCode)
-	_, _ = res.Write(b)
-	r := reply{text: replyText(t.up.dialect, b)}
-	r.usage = readUsage(b)
+	_, _ = res.Write(out)
 	return r, nil
 }
 
-// relayStream forwards the provider's events one by one, flushing each as
-// it arrives, while collecting the reply text for capture. A stream that
-// ends without its terminator, or with an in-band error, is an error for the
-// client and a flagged capture, never a clean end.
+// relayStream forwards the provider's events one by one, translated when
+// the dialects differ, flushing as each arrives, while collecting the reply
+// from the provider's own events for capture. A stream that ends without
+// its terminator, or with an in-band error, is an error for the client and
+// a flagged capture, never a clean end. Errors returned after the response
+// started reach the client as the dialect's in-band error event (WriteError).
 func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply, error) {
 	res := c.Response()
 	h := res.Header()
 	copyResponseHeaders(h, resp.Header)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	var ts translate.Stream
+	if t.up.stream != nil {
+		ts = t.up.stream()
+		h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
+	}
 	res.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(res)
 	_ = rc.SetWriteDeadline(noDeadline) // streams outlive any server timeout
@@ -126,16 +115,36 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 			return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream broke off before its end"}
 		}
 		acc.add(ev)
-		if _, err := res.Write(ev.Raw); err != nil {
+		if acc.ended && !acc.done {
+			// A terminator without a stop is no clean end: the client gets
+			// the error below instead of the terminator.
+			break
+		}
+		out := []sse.Event{ev}
+		if ts != nil {
+			if out, err = ts.Push(ev); err != nil {
+				p.log.Warn("provider stream event could not be translated", "request_id", t.rid, "provider", t.up.provider, "err", err)
+				return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider sent a malformed stream event"}
+			}
+		}
+		if !writeEvents(res, rc, out) {
 			return acc.reply(true), nil
 		}
-		if err := rc.Flush(); err != nil {
+	}
+	if ts != nil && acc.done {
+		out, err := ts.End()
+		if err != nil {
+			p.log.Warn("translated stream did not end cleanly", "request_id", t.rid, "provider", t.up.provider, "err", err)
+			return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream could not be translated to its end"}
+		}
+		if !writeEvents(res, rc, out) {
 			return acc.reply(true), nil
 		}
 	}
 	switch {
 	case acc.failed:
-		// The provider's own error event already reached the client.
+		// The provider's own error event already reached the client,
+		// translated when the dialects differ.
 		return acc.reply(true), nil
 	case !acc.done:
 		return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream ended without its terminator"}
@@ -143,158 +152,17 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	return acc.reply(false), nil
 }
 
-// accumulator follows a stream of one dialect: the reply text, whether the
-// terminator arrived and whether the provider sent an in-band error.
-type accumulator struct {
-	dialect Dialect
-	text    strings.Builder
-	usage   usage
-	done    bool
-	failed  bool
-	stopped bool // a stop/finish reason was seen
-}
-
-func (a *accumulator) reply(interrupted bool) reply {
-	return reply{text: a.text.String(), interrupted: interrupted, usage: a.usage}
-}
-
-// usage is the provider's token accounting of one reply.
-type usage struct {
-	in, out int
-}
-
-// wireUsage covers both dialects' usage objects.
-type wireUsage struct {
-	InputTokens      int `json:"input_tokens"`
-	OutputTokens     int `json:"output_tokens"`
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-}
-
-func (w *wireUsage) merge(u *usage) {
-	if w == nil {
-		return
+// writeEvents writes and flushes events; false means the client is gone.
+func writeEvents(res *echo.Response, rc *http.ResponseController, evs []sse.Event) bool {
+	if len(evs) == 0 {
+		return true
 	}
-	if n := w.InputTokens + w.PromptTokens; n > 0 {
-		u.in = n
-	}
-	if n := w.OutputTokens + w.CompletionTokens; n > 0 {
-		u.out = n
-	}
-}
-
-func readUsage(body []byte) usage {
-	var r struct {
-		Usage *wireUsage `json:"usage"`
-	}
-	var u usage
-	if json.Unmarshal(body, &r) == nil {
-		r.Usage.merge(&u)
-	}
-	return u
-}
-
-func newAccumulator(d Dialect) *accumulator { return &accumulator{dialect: d} }
-
-func (a *accumulator) add(ev sse.Event) {
-	switch a.dialect {
-	case AnthropicMessages:
-		switch ev.Event {
-		case "content_block_delta":
-			var d struct {
-				Delta struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				} `json:"delta"`
-			}
-			if json.Unmarshal(ev.Data, &d) == nil && d.Delta.Type == "text_delta" {
-				a.text.WriteString(d.Delta.Text)
-			}
-		case "message_start":
-			var m struct {
-				Message struct {
-					Usage *wireUsage `json:"usage"`
-				} `json:"message"`
-			}
-			if json.Unmarshal(ev.Data, &m) == nil {
-				m.Message.Usage.merge(&a.usage)
-			}
-		case "message_delta":
-			a.stopped = true
-			var m struct {
-				Usage *wireUsage `json:"usage"`
-			}
-			if json.Unmarshal(ev.Data, &m) == nil {
-				m.Usage.merge(&a.usage)
-			}
-		case "message_stop":
-			a.done = a.stopped
-		case "error":
-			a.failed = true
-		}
-	default:
-		data := bytes.TrimSpace(ev.Data)
-		if bytes.Equal(data, []byte("[DONE]")) {
-			a.done = a.stopped
-			return
-		}
-		var ch struct {
-			Usage   *wireUsage      `json:"usage"`
-			Error   json.RawMessage `json:"error"`
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-		}
-		if json.Unmarshal(data, &ch) != nil {
-			return
-		}
-		if len(ch.Error) > 0 && !isNull(ch.Error) {
-			a.failed = true
-			return
-		}
-		ch.Usage.merge(&a.usage)
-		for _, c := range ch.Choices {
-			a.text.WriteString(c.Delta.Content)
-			if c.FinishReason != nil && *c.FinishReason != "" {
-				a.stopped = true
-			}
+	for _, ev := range evs {
+		if _, err := res.Write(ev.Raw); err != nil {
+			return false
 		}
 	}
-}
-
-// replyText reads the assistant's text out of a non-streamed reply.
-func replyText(d Dialect, body []byte) string {
-	switch d {
-	case AnthropicMessages:
-		var m struct {
-			Content []contentPart `json:"content"`
-		}
-		if json.Unmarshal(body, &m) != nil {
-			return ""
-		}
-		var b strings.Builder
-		for _, p := range m.Content {
-			if p.Type == "text" {
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String()
-	default:
-		var r struct {
-			Choices []struct {
-				Message struct {
-					Content *string `json:"content"`
-				} `json:"message"`
-			} `json:"choices"`
-		}
-		if json.Unmarshal(body, &r) != nil || len(r.Choices) == 0 || r.Choices[0].Message.Content == nil {
-			return ""
-		}
-		return *r.Choices[0].Message.Content
-	}
+	return rc.Flush() == nil
 }
 
 // redactURL keeps transport errors from echoing full URLs (which may carry

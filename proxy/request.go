@@ -11,6 +11,7 @@ import (
 // parameters reach the provider as sent.
 type inbound struct {
 	dialect  Dialect
+	body     []byte // as received
 	fields   map[string]json.RawMessage
 	model    string
 	stream   bool
@@ -20,6 +21,17 @@ type inbound struct {
 	live     int
 	system   string // system prompt text, for deriving the conversation
 	userHint string // OpenAI "user" / Anthropic metadata.user_id
+	// listKey is the field holding messages: "messages", or "input" for
+	// the Responses API.
+	listKey string
+	// includeUsage: an OpenAI chat stream asked for the usage chunk.
+	includeUsage bool
+	// session is a conversation id the harness itself sent (Responses
+	// "conversation"), which names the conversation when present.
+	session string
+	// stateful: the provider holds the history (Responses
+	// previous_response_id or conversation), so there is none to replace.
+	stateful bool
 }
 
 type inMessage struct {
@@ -42,7 +54,7 @@ type contentPart struct {
 // parseInbound decodes a chat request body of dialect d. Errors are
 // client errors, written in the client's dialect.
 func parseInbound(d Dialect, body []byte) (*inbound, error) {
-	in := &inbound{dialect: d, live: -1}
+	in := &inbound{dialect: d, body: body, live: -1, listKey: "messages"}
 	if err := json.Unmarshal(body, &in.fields); err != nil || in.fields == nil {
 		return nil, errBadRequest("request body is not a JSON object: %s", jsonErrorText(err))
 	}
@@ -58,6 +70,16 @@ func parseInbound(d Dialect, body []byte) (*inbound, error) {
 		if err := json.Unmarshal(raw, &in.stream); err != nil {
 			return nil, errBadRequest("stream: must be a boolean")
 		}
+	}
+	if d == OpenAIResponses {
+		return parseResponsesInput(in)
+	}
+	if raw, ok := in.fields["stream_options"]; ok && d == OpenAIChat {
+		var so struct {
+			IncludeUsage bool `json:"include_usage"`
+		}
+		_ = json.Unmarshal(raw, &so)
+		in.includeUsage = so.IncludeUsage
 	}
 	rawMsgs, ok := in.fields["messages"]
 	if !ok {
@@ -104,14 +126,20 @@ func parseInbound(d Dialect, body []byte) (*inbound, error) {
 		_ = json.Unmarshal(raw, &in.userHint)
 	}
 	in.system = strings.Join(sys, "\n")
+	in.findLive()
+	return in, nil
+}
+
+// findLive marks the live question: the last user message with text of
+// its own that is not part of a tool exchange.
+func (in *inbound) findLive() {
 	for i := len(in.messages) - 1; i >= 0; i-- {
 		m := in.messages[i]
 		if m.role == "user" && !m.toolOnly {
 			in.live = i
-			break
+			return
 		}
 	}
-	return in, nil
 }
 
 func parseMessage(d Dialect, raw json.RawMessage) (inMessage, error) {
@@ -145,7 +173,11 @@ func parseMessage(d Dialect, raw json.RawMessage) (inMessage, error) {
 		return out, err
 	}
 	out.text, out.nonText = text, nonText || (len(m.ToolCalls) > 0 && !isNull(m.ToolCalls))
-	if d == AnthropicMessages && m.Role == "user" && nonText && text == "" && onlyToolResults(m.Content) {
+	// An Anthropic user message carrying tool results continues the tool
+	// exchange, even with text beside the results (harnesses add reminders
+	// there): it stays native after the live question, with the assistant
+	// tool_use it answers, so the ids still match.
+	if d == AnthropicMessages && m.Role == "user" && nonText && hasToolResult(m.Content) {
 		out.toolOnly = true
 	}
 	return out, nil
@@ -170,8 +202,8 @@ func contentText(raw json.RawMessage) (text string, nonText bool, err error) {
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		switch p.Type {
-		case "text", "input_text", "output_text":
+		switch {
+		case isTextPart(p.Type):
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}
@@ -183,17 +215,17 @@ func contentText(raw json.RawMessage) (text string, nonText bool, err error) {
 	return b.String(), nonText, nil
 }
 
-func onlyToolResults(raw json.RawMessage) bool {
+func hasToolResult(raw json.RawMessage) bool {
 	var parts []contentPart
-	if json.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+	if json.Unmarshal(raw, &parts) != nil {
 		return false
 	}
 	for _, p := range parts {
-		if p.Type != "tool_result" {
-			return false
+		if p.Type == "tool_result" {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

@@ -1,91 +1,104 @@
 package proxy
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/translate"
+	"github.com/perpetuity/perpetuity/proxy/wire/anthropic"
+	"github.com/perpetuity/perpetuity/proxy/wire/openai"
 )
 
-// upstream is one (inbound dialect, provider) adapter.
+// upstream is one (inbound dialect, provider) adapter: where the request
+// goes, in which dialect, and how the reply comes back. The nil hooks mean
+// "as it is": a same-dialect relay passes bytes through.
 type upstream struct {
 	provider string
 	url      string
-	dialect  Dialect // what the provider speaks
-	build    func(in *inbound, f *memory.Frame) ([]byte, error)
+	dialect  Dialect // what the provider speaks on this call
+	header   http.Header
+	// build renders the request body for the provider, frame included.
+	build func(in *inbound, f *memory.Frame) ([]byte, error)
+	// response turns a non-streamed provider reply into the client's dialect.
+	response func(body []byte) ([]byte, error)
+	// stream turns the provider's events into the client's dialect.
+	stream func() translate.Stream
+	// errorBody turns a provider error body into the client's dialect.
+	errorBody func(status int, body []byte) (int, []byte)
 }
 
 func (u upstream) requestBody(in *inbound, f *memory.Frame) ([]byte, error) { return u.build(in, f) }
 
-// route picks the adapter for a request. Upstream base URLs come from the
-// operator's configuration only; nothing in the request can name another host.
-func (p *Proxy) route(d Dialect, in *inbound, h http.Header) (upstream, error) {
-	switch d {
-	case OpenAIChat:
-		return upstream{provider: "openai", url: p.cfg.OpenAIBaseURL + "/chat/completions", dialect: OpenAIChat,
-			build: func(in *inbound, f *memory.Frame) ([]byte, error) { return renderSameDialect(in, f) }}, nil
-	case AnthropicMessages:
-		return upstream{provider: "anthropic", url: p.cfg.AnthropicBaseURL + "/v1/messages", dialect: AnthropicMessages,
-			build: func(in *inbound, f *memory.Frame) ([]byte, error) { return renderSameDialect(in, f) }}, nil
-	}
-	return upstream{}, errBadRequest("no upstream for dialect %s", d)
-}
-
-// renderSameDialect replaces the harness's history with the frame and
-// leaves every other field as sent. Kept: the system prompt (OpenAI system
-// and developer messages at the head; Anthropic's top-level system) and the
-// in-flight exchange after the live question (assistant tool calls and tool
-// results), rendered natively so ids still match.
-func renderSameDialect(in *inbound, f *memory.Frame) ([]byte, error) {
-	if f == nil || in.live < 0 {
-		return json.Marshal(in.fields)
-	}
-	var msgs []any
-	if in.dialect != AnthropicMessages {
-		for _, m := range in.messages {
-			if m.role != "system" && m.role != "developer" {
-				break
-			}
-			msgs = append(msgs, m.raw)
-		}
-	}
-	live := in.messages[in.live]
-	for i, t := range f.Turns {
-		if i == len(f.Turns)-1 && t.Role == "user" && live.nonText {
-			msgs = append(msgs, map[string]any{"role": "user", "content": withNonTextParts(t.Text, live.raw)})
-			continue
-		}
-		msgs = append(msgs, map[string]string{"role": t.Role, "content": t.Text})
-	}
-	for _, m := range in.messages[in.live+1:] {
-		msgs = append(msgs, m.raw)
-	}
-	raw, err := json.Marshal(msgs)
+// route picks the adapter for a request: detection names the provider
+// (detect.go), then one case per (inbound dialect, provider dialect) pair.
+// Upstream base URLs come from the operator's configuration only; nothing
+// in the request can name another host.
+func (p *Proxy) route(in *inbound, h http.Header, tr *translate.Translator) (upstream, error) {
+	tg, err := p.providers.detect(in.model, h)
 	if err != nil {
-		return nil, err
+		return upstream{}, err
 	}
-	fields := make(map[string]json.RawMessage, len(in.fields))
-	for k, v := range in.fields {
-		fields[k] = v
-	}
-	fields["messages"] = raw
-	return json.Marshal(fields)
-}
+	up := upstream{provider: tg.prov.name, dialect: tg.prov.dialect, header: upstreamHeaders(h, tg), build: renderFrame}
+	switch {
+	case in.dialect == OpenAIChat && tg.prov.dialect == OpenAIChat:
+		up.url = tg.prov.base + "/chat/completions"
 
-// withNonTextParts keeps a live message's images and other non-text parts
-// beside the frame's rendering of its text.
-func withNonTextParts(text string, liveRaw json.RawMessage) []json.RawMessage {
-	var m struct {
-		Content []json.RawMessage `json:"content"`
-	}
-	_ = json.Unmarshal(liveRaw, &m)
-	first, _ := json.Marshal(map[string]string{"type": "text", "text": text})
-	parts := []json.RawMessage{first}
-	for _, p := range m.Content {
-		var cp contentPart
-		if json.Unmarshal(p, &cp) == nil && cp.Type != "text" {
-			parts = append(parts, p)
+	case in.dialect == AnthropicMessages && tg.prov.dialect == AnthropicMessages:
+		up.url = tg.prov.base + "/v1/messages"
+
+	case in.dialect == OpenAIChat && tg.prov.dialect == AnthropicMessages:
+		// Refuse what cannot be translated now, before anything is stored.
+		if _, err := openai.ParseChatRequest(in.body); err != nil {
+			return upstream{}, errBadRequest("request cannot be translated for Anthropic: %s", err.Error())
 		}
+		up.url = tg.prov.base + "/v1/messages"
+		up.build = func(in *inbound, f *memory.Frame) ([]byte, error) {
+			body, err := renderFrame(in, f)
+			if err != nil {
+				return nil, err
+			}
+			out, err := tr.ChatRequestToMessages(body)
+			if err != nil {
+				return nil, errBadRequest("request cannot be translated for Anthropic: %s", err.Error())
+			}
+			return out, nil
+		}
+		up.response = func(body []byte) ([]byte, error) { return tr.MessagesResponseToChat(body, in.model) }
+		up.stream = func() translate.Stream {
+			return tr.NewMessagesToChatStream(translate.StreamOptions{Model: in.model, IncludeUsage: in.includeUsage})
+		}
+		up.errorBody = translate.ErrorToChat
+
+	case in.dialect == AnthropicMessages && tg.prov.dialect == OpenAIChat:
+		if _, err := anthropic.ParseMessagesRequest(in.body); err != nil {
+			return upstream{}, errBadRequest("request cannot be translated for %s: %s", providerTitle(tg.prov.name), err.Error())
+		}
+		up.url = tg.prov.base + "/chat/completions"
+		up.build = func(in *inbound, f *memory.Frame) ([]byte, error) {
+			body, err := renderFrame(in, f)
+			if err != nil {
+				return nil, err
+			}
+			out, err := tr.MessagesRequestToChat(body)
+			if err != nil {
+				return nil, errBadRequest("request cannot be translated for %s: %s", providerTitle(tg.prov.name), err.Error())
+			}
+			return out, nil
+		}
+		up.response = func(body []byte) ([]byte, error) { return tr.ChatResponseToMessages(body, in.model) }
+		up.stream = func() translate.Stream { return tr.NewChatToMessagesStream(translate.StreamOptions{Model: in.model}) }
+		up.errorBody = translate.ErrorToMessages
+
+	case in.dialect == OpenAIResponses && tg.prov.dialect == OpenAIChat:
+		up.url = tg.prov.base + "/responses"
+		up.dialect = OpenAIResponses
+
+	case in.dialect == OpenAIResponses && tg.prov.dialect == AnthropicMessages:
+		return upstream{}, errBadRequest("model %q is served by Anthropic, and the Responses API is relayed to OpenAI-compatible "+
+			"providers only; use /v1/chat/completions or /v1/messages, which translate", in.model)
+
+	default:
+		return upstream{}, errBadRequest("no upstream for dialect %s and provider %s", in.dialect, tg.prov.name)
 	}
-	return parts
+	return up, nil
 }

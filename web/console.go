@@ -38,6 +38,7 @@ import (
 	"github.com/alexedwards/argon2id"
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/policies"
 	"github.com/perpetuity/perpetuity/templates"
@@ -114,6 +115,7 @@ type Console struct {
 	dummyHash     string // compared against when an email is unknown, so timing says nothing
 	sessionCookie string
 	csrfCookie    string
+	arenas        ops.Arenas // the serving engine, for integrity checks (SetArenas)
 }
 
 // New builds the console. mem is what the memory browser reads; nil means
@@ -167,7 +169,7 @@ const staticRoute = "/static/*"
 // routes is every console route. Each must have a rule in policies/.
 func (c *Console) routes() []route {
 	t := c.inTenant
-	return []route{
+	return append([]route{
 		{http.MethodGet, "/", c.root},
 		{http.MethodGet, staticRoute, c.static},
 		{http.MethodGet, "/signup", c.signUpForm},
@@ -185,6 +187,7 @@ func (c *Console) routes() []route {
 		{http.MethodPost, "/console/keys/:id/revoke", t(c.revokeKey)},
 		{http.MethodGet, "/console/users", t(c.users)},
 		{http.MethodGet, "/console/users/:id", t(c.user)},
+		{http.MethodGet, "/console/users/:id/export", t(c.exportUser)},
 		{http.MethodGet, "/console/memory", t(c.memory)},
 		{http.MethodGet, "/console/conversations/:id", t(c.conversation)},
 		{http.MethodGet, "/console/accounts", t(c.accounts)},
@@ -196,7 +199,7 @@ func (c *Console) routes() []route {
 
 		{http.MethodGet, "/platform/tenants", c.tenants},
 		{http.MethodPost, "/platform/tenants/:id/enter", c.enterTenant},
-	}
+	}, c.opsRoutes()...)
 }
 
 // Register mounts every console route on e, each behind the same chain:
@@ -260,6 +263,16 @@ func notice(key string) string {
 		return "Key revoked."
 	case "entered":
 		return "You are now acting in this tenant."
+	case "purge":
+		return "This user's memory was purged."
+	case "upload":
+		return "Dictionary loaded dark: no team serves it until it is derived and flipped."
+	case "derive":
+		return "Derivation started."
+	case "flip":
+		return "Flipped: every serving process uses the new version from its next request."
+	case "retire":
+		return "Version retired."
 	}
 	return ""
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/memory/ops"
 )
 
 // contentSecurityPolicy allows scripts and styles from the console's own
@@ -13,6 +15,9 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 
 // maxFormBytes bounds console request bodies; forms here are small.
 const maxFormBytes = 64 << 10
+
+// maxUploadBytes bounds a dictionary upload, the one large body.
+const maxUploadBytes = ops.MaxDictionaryBytes + 1<<20
 
 // secureHeaders sets the console's security headers and bounds the body.
 func (c *Console) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
@@ -33,7 +38,15 @@ func (c *Console) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 			h.Set("Cache-Control", "no-store")
 		}
 		if r := ec.Request(); r.Body != nil {
-			r.Body = http.MaxBytesReader(ec.Response(), r.Body, maxFormBytes)
+			limit := int64(maxFormBytes)
+			if ec.Path() == dictUploadRoute && r.Method == http.MethodPost {
+				// A dictionary file; the CSRF check may read the body before
+				// authorization, so only a request with a session gets it.
+				if _, err := ec.Cookie(c.sessionCookie); err == nil {
+					limit = maxUploadBytes
+				}
+			}
+			r.Body = http.MaxBytesReader(ec.Response(), r.Body, limit)
 		}
 		return next(ec)
 	}

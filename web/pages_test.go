@@ -310,8 +310,8 @@ func TestMemoryBrowserShowsHeat(t *testing.T) {
 	}
 
 	us := tm.admin.Get("/console/users/" + strconv.FormatInt(tm.userID, 10))
-	if us.TestID("conversation-row").Length() != 2 || us.TestID("purge-placeholder").Length() != 1 {
-		t.Fatalf("user page: %d conversations, purge placeholder %d", us.TestID("conversation-row").Length(), us.TestID("purge-placeholder").Length())
+	if us.TestID("conversation-row").Length() != 2 || us.TestID("purge-section").Length() != 1 {
+		t.Fatalf("user page: %d conversations, purge placeholder %d", us.TestID("conversation-row").Length(), us.TestID("purge-section").Length())
 	}
 	if got := tm.admin.Get("/console/users").TestID("user-items").First().Text(); got != "3" {
 		t.Fatalf("users list item count %q", got)

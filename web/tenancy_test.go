@@ -229,9 +229,11 @@ func TestRouteMatrixOverHTTP(t *testing.T) {
 // "every route has a rule") is TestAuthorizationMatrix in package web.
 func routeLevel(method, path string) int {
 	switch {
-	case strings.HasPrefix(path, "/platform/"):
+	case strings.HasPrefix(path, "/platform/"), method == http.MethodPost && path == "/console/dictionaries":
 		return 3
-	case path == "/console/accounts" || strings.HasPrefix(path, "/console/accounts/") || path == "/console/audit":
+	case path == "/console/accounts" || strings.HasPrefix(path, "/console/accounts/") || path == "/console/audit",
+		strings.HasPrefix(path, "/console/dictionaries") || strings.HasPrefix(path, "/console/integrity"),
+		path == "/console/users/:id/export":
 		return 2
 	case method == http.MethodPost && strings.HasPrefix(path, "/console/"):
 		return 2

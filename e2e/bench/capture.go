@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/arena/synth"
+	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/importer"
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/memory/text"
+)
+
+// kit is the production analysis (the embedded tokenizer and the shipped
+// dictionary) and an engine built on it, as serving builds them.
+type kit struct {
+	counter *text.Counter
+	dict    *dict.Dictionary
+	vocab   *Vocabulary
+	db      *store.DB
+}
+
+func newKit(ctx context.Context, db *store.DB, version int) (*kit, error) {
+	c, err := text.NewCounter()
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	d, err := dict.Builtin(version)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.EnsureDictionary(ctx, d.Version, d.Name, d.Entries()); err != nil {
+		return nil, err
+	}
+	v, err := NewVocabulary(d)
+	if err != nil {
+		return nil, err
+	}
+	return &kit{counter: c, dict: d, vocab: v, db: db}, nil
+}
+
+// engine is a fresh engine (its own, empty, resident arenas).
+func (k *kit) engine() *memory.Engine { return k.engineOn(k.db) }
+
+func (k *kit) engineOn(db *store.DB) *memory.Engine {
+	return memory.New(db, memory.TextAnalyzer{C: k.counter}, memory.DictTerms{D: k.dict}, memory.Options{})
+}
+
+// CaptureResult is section 3: storing one message against the cheapest
+// durable commit, and a sequential import.
+type CaptureResult struct {
+	Floor   Rounds // the cheapest durable commit (commitFloor)
+	Trip    Rounds // SELECT 1
+	Capture Rounds // engine.Capture of one chat message
+	Words   int    // mean words per captured message
+	Tokens  int    // mean model tokens per captured message
+
+	// Statements is where a capture's time goes, per statement, as the
+	// client sees it (mean per capture).
+	Statements []Stmt
+
+	ImportTurns int
+	ImportTook  time.Duration
+	ImportRate  float64 // items per second
+}
+
+// messages are chat-sized texts from the synthetic corpus: two turns
+// joined, ~40 words.
+func (k *kit) messages(n int, seed uint64) []string {
+	items := synth.Corpus(synth.Config{Seed: seed, Items: 2 * n, Users: 1, Vocab: SynthVocab})
+	out := make([]string, n)
+	for i := range out {
+		out[i] = Text(k.vocab.Tokens(&items[2*i])) + " " + Text(k.vocab.Tokens(&items[2*i+1]))
+	}
+	return out
+}
+
+func runCapture(ctx context.Context, db *store.DB, dbURL string, k *kit, t *Tenant, cfg Config, lg *logger) (*CaptureResult, error) {
+	tr := newStmtTracer()
+	tdb, err := tracedStore(ctx, dbURL, tr)
+	if err != nil {
+		return nil, err
+	}
+	defer tdb.Close()
+	eng := k.engineOn(tdb)
+	conv, err := db.EnsureConversation(ctx, t.ID, t.Users[0], "h:bench-capture", "capture")
+	if err != nil {
+		return nil, err
+	}
+	who := memory.Who{TenantID: t.ID, UserID: t.Users[0], UserName: "u1", ConversationID: conv}
+	msgs := k.messages(cfg.CaptureN*cfg.Rounds+20, cfg.Seed+7)
+	res := &CaptureResult{}
+	var words, tokens int
+	for _, m := range msgs {
+		words += len(strings.Fields(m))
+		tokens += k.counter.Count(m)
+	}
+	res.Words, res.Tokens = words/len(msgs), tokens/len(msgs)
+
+	pos := 0
+	capture := func() error {
+		_, err := eng.Capture(ctx, memory.Message{Who: who, Role: []string{"user", "assistant"}[pos%2], Text: msgs[pos], Position: pos})
+		pos++
+		return err
+	}
+	for range 20 { // warm the pool's connections and the statement caches
+		if err := capture(); err != nil {
+			return nil, fmt.Errorf("capture: %w", err)
+		}
+	}
+	tr.reset()
+	var floor, trip, capt [][]time.Duration
+	for round := range cfg.Rounds {
+		lg.printf("capture: round %d/%d", round+1, cfg.Rounds)
+		var f, tr, c []time.Duration
+		for i := range cfg.CaptureN {
+			steps := []func() error{
+				func() error { return commitFloor(ctx, db, t) },
+				func() error { _, err := db.Pool.Exec(ctx, "SELECT 1"); return err },
+				capture,
+			}
+			dst := []*[]time.Duration{&f, &tr, &c}
+			for j := range steps {
+				k := (i + j) % len(steps) // rotate the order
+				t0 := time.Now()
+				if err := steps[k](); err != nil {
+					return nil, fmt.Errorf("capture round: %w", err)
+				}
+				*dst[k] = append(*dst[k], time.Since(t0))
+			}
+		}
+		floor, trip, capt = append(floor, f), append(trip, tr), append(capt, c)
+	}
+	res.Floor, res.Trip, res.Capture = Fold(floor), Fold(trip), Fold(capt)
+	res.Statements = tr.per(cfg.CaptureN * cfg.Rounds)
+
+	lg.printf("capture: import of %d turns", cfg.ImportTurns)
+	body, err := importJSONL(k.messages(cfg.ImportTurns, cfg.Seed+11))
+	if err != nil {
+		return nil, err
+	}
+	im := importer.New(db, eng)
+	t0 := time.Now()
+	got, err := im.Import(ctx, memory.Who{TenantID: t.ID, UserID: t.Users[0], UserName: "u1"}, bytes.NewReader(body), nil)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	res.ImportTook = time.Since(t0)
+	res.ImportTurns = got.Turns
+	res.ImportRate = float64(got.Turns) / res.ImportTook.Seconds()
+	return res, nil
+}
+
+// importJSONL is one conversation of the given turns in the importer's
+// format, a minute apart.
+func importJSONL(texts []string) ([]byte, error) {
+	type turn struct {
+		Role string    `json:"role"`
+		Text string    `json:"text"`
+		At   time.Time `json:"at"`
+	}
+	start := time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)
+	turns := make([]turn, len(texts))
+	for i, s := range texts {
+		turns[i] = turn{Role: []string{"user", "assistant"}[i%2], Text: s, At: start.Add(time.Duration(i) * time.Minute)}
+	}
+	return json.Marshal(map[string]any{"conversation": "bench-import", "turns": turns})
+}

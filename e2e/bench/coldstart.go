@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/arena"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// ColdResult is section 5 at one tenant size: a process with no arena
+// loading the whole tenant from PostgreSQL.
+type ColdResult struct {
+	Items  int
+	Rounds int
+	// Took is the catch-up (read + build), median over rounds; Lo/Hi the spread.
+	Took, TookLo, TookHi time.Duration
+	Read, Build          time.Duration // its two parts, medians
+	PerSec               float64       // items per second at the median
+	// BytesPerItem is the arena's own accounting; HeapPerItem the Go heap
+	// it holds after a collection, per item.
+	BytesPerItem float64
+	HeapPerItem  float64
+	// EngineFirst is the first frame of a fresh engine (its catch-up plus
+	// one frame); EngineWarm a frame once caught up: their difference is
+	// the catch-up through the engine's own path.
+	EngineFirst, EngineWarm time.Duration
+}
+
+// catchUpBatch is how many items go into the arena per Add, as the resident
+// catch-up does (Add holds the write lock).
+const catchUpBatch = 4096
+
+func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string, cfg Config, lg *logger) (*ColdResult, error) {
+	res := &ColdResult{Items: t.Items}
+	var took, read, build []time.Duration
+	for round := range cfg.ColdRounds {
+		lg.printf("cold start %s: round %d/%d", itemsLabel(t.Items), round+1, cfg.ColdRounds)
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		t0 := time.Now()
+		cu, err := db.ReadCatchUp(ctx, t.ID, 0, t.Dict)
+		if err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		ar := arena.New(arena.Options{})
+		batch := make([]arena.Item, 0, catchUpBatch)
+		for i := range cu.Items {
+			batch = append(batch, toArenaItem(&cu.Items[i]))
+			if len(batch) == catchUpBatch {
+				ar.Add(batch...)
+				batch = batch[:0]
+			}
+		}
+		ar.Add(batch...)
+		t2 := time.Now()
+		if got := ar.Len(); got < t.Items {
+			return nil, fmt.Errorf("cold start: the arena holds %d items, the tenant %d", got, t.Items)
+		}
+		cu, batch = store.CatchUp{}, nil
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		st := ar.Stats()
+		res.BytesPerItem = st.BytesPerItem
+		res.HeapPerItem = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(st.Items)
+		runtime.KeepAlive(ar)
+		took, read, build = append(took, t2.Sub(t0)), append(read, t1.Sub(t0)), append(build, t2.Sub(t1))
+	}
+	res.Rounds = len(took)
+	res.Took, res.Read, res.Build = Median(took), Median(read), Median(build)
+	res.TookLo, res.TookHi = Span(took)
+	res.PerSec = float64(t.Items) / res.Took.Seconds()
+
+	// The same through a fresh engine, which is what a new serving process does.
+	eng := k.engine()
+	fq := memory.FrameQuery{Who: memory.Who{TenantID: t.ID, UserID: t.Users[0], UserName: "u1", ConversationID: t.Conversation(1)},
+		Live: q, Probe: true}
+	t0 := time.Now()
+	if _, err := eng.Frame(ctx, fq); err != nil {
+		return nil, fmt.Errorf("cold frame: %w", err)
+	}
+	res.EngineFirst = time.Since(t0)
+	var warm []time.Duration
+	for range 5 {
+		t0 := time.Now()
+		if _, err := eng.Frame(ctx, fq); err != nil {
+			return nil, fmt.Errorf("warm frame: %w", err)
+		}
+		warm = append(warm, time.Since(t0))
+	}
+	res.EngineWarm = Median(warm)
+	return res, nil
+}
+
+// toArenaItem is the resident catch-up's conversion (memory/resident.go).
+func toArenaItem(it *store.ArenaItem) arena.Item {
+	terms := make([]arena.TermID, len(it.TermIDs))
+	for i, t := range it.TermIDs {
+		terms[i] = arena.TermID(uint32(t))
+	}
+	freqs := make([]uint16, len(it.Freqs))
+	for i, f := range it.Freqs {
+		freqs[i] = uint16(f)
+	}
+	return arena.Item{
+		ID: it.ID, Seq: it.Seq, User: it.UserID, Conv: it.ConvID,
+		Terms: terms, Freqs: freqs, Length: uint32(it.Length),
+		BornClock: it.BornClock, Tau: float32(it.Tau),
+	}
+}

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Sections, in the order they run and are written.
+const (
+	SecProxy      = "proxy"      // 1. pass-through overhead
+	SecPipeline   = "pipeline"   // 2. full pipeline overhead
+	SecMemPath    = "mempath"    // 2. the memory path alone (capture + frame, no HTTP)
+	SecCapture    = "capture"    // 3. capture cost and import
+	SecScan       = "scan"       // 4. scan against the bandwidth floor
+	SecCold       = "coldstart"  // 5. cold start
+	SecThroughput = "throughput" // 6. sustained throughput
+	SecRecall     = "recall"     // 7. recall for tokens
+)
+
+// AllSections lists every section.
+var AllSections = []string{SecProxy, SecPipeline, SecMemPath, SecCapture, SecScan, SecCold, SecThroughput, SecRecall}
+
+// Config sizes a run. Mode presets (ModeConfig) fill every field.
+type Config struct {
+	Mode     string
+	Sections []string
+
+	Rounds int    // rounds of every repeated measurement
+	Seed   uint64 // of the synthetic corpus
+
+	// Section 1.
+	PassPairs     int // pairs per round at concurrency 1
+	Concurrency   int // the "many" concurrency
+	PassPairsMany int // pairs per worker per round at Concurrency
+	StreamPairs   int // streamed pairs per round
+	Chunks        int
+	ChunkDelay    time.Duration
+	BreakdownN    int // samples per round of each database statement
+
+	// Sections 2, 5 and 6: tenant sizes, grown in this order.
+	Sizes          []int
+	PipelinePairs  int
+	ColdRounds     int
+	ThroughputSize int // which size section 6 runs at
+	Bound          time.Duration
+	RateStep       time.Duration
+	RateStart      float64
+	RateLimit      float64 // the search stops doubling here
+	Bisect         int
+
+	// Section 3.
+	CaptureN    int
+	ImportTurns int
+
+	// Section 4.
+	ScanSizes   []int
+	ScanQueries int
+
+	// Section 7: the LoCoMo file ("" skips it).
+	LocomoFile string
+}
+
+// ModeConfig is a preset: "full" (make bench: minutes), "quick"
+// (BENCH_QUICK=1: under a minute, only the 10k tenant) and "smoke" (tests:
+// tiny sizes, seconds; the figures mean nothing).
+func ModeConfig(mode string) (Config, error) {
+	c := Config{
+		Mode: mode, Sections: slices.Clone(AllSections), Seed: 42,
+		Rounds: 5, PassPairs: 400, Concurrency: 64, PassPairsMany: 16, StreamPairs: 40,
+		Chunks: 64, ChunkDelay: time.Millisecond, BreakdownN: 100,
+		Sizes: []int{10_000, 250_000, 1_000_000}, PipelinePairs: 60, ColdRounds: 3,
+		ThroughputSize: 250_000, Bound: 50 * time.Millisecond, RateStep: 3 * time.Second, RateStart: 10, RateLimit: 4000, Bisect: 3,
+		CaptureN: 200, ImportTurns: 2000,
+		ScanSizes: []int{250_000, 1_000_000}, ScanQueries: 200,
+	}
+	switch mode {
+	case "full":
+	case "quick":
+		c.Rounds, c.PassPairs, c.PassPairsMany, c.StreamPairs, c.BreakdownN = 3, 150, 4, 10, 40
+		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{10_000}, 10_000, 30, 2
+		c.RateStep, c.Bisect = 700*time.Millisecond, 1
+		c.CaptureN, c.ImportTurns = 60, 300
+		c.ScanSizes, c.ScanQueries = []int{10_000}, 100
+		c.Sections = slices.DeleteFunc(c.Sections, func(s string) bool { return s == SecRecall })
+	case "smoke":
+		c.Rounds, c.PassPairs, c.Concurrency, c.PassPairsMany, c.StreamPairs, c.BreakdownN = 2, 10, 4, 2, 2, 5
+		c.Chunks = 8
+		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{300}, 300, 4, 1
+		c.RateStep, c.RateStart, c.RateLimit, c.Bisect, c.Bound = 150*time.Millisecond, 50, 100, 0, 2*time.Second
+		c.CaptureN, c.ImportTurns = 5, 10
+		c.ScanSizes, c.ScanQueries = []int{300, 600}, 10
+		c.Sections = slices.DeleteFunc(c.Sections, func(s string) bool { return s == SecRecall })
+	default:
+		return c, fmt.Errorf("bench mode %q: want full, quick or smoke", mode)
+	}
+	return c, nil
+}
+
+func (c Config) has(s string) bool { return slices.Contains(c.Sections, s) }

@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/perpetuity/perpetuity/proxy"
+)
+
+// Endpoint is one side of a comparison: where a request goes and with which
+// headers. The baseline and the subject get the same body.
+type Endpoint struct {
+	URL    string
+	Header http.Header
+}
+
+// Timing is what the client saw of one request.
+type Timing struct {
+	// Total runs from sending the request to the last byte of the body.
+	Total time.Duration
+	// TTFB runs to the first complete SSE event (streams) or to the
+	// response headers (plain replies).
+	TTFB time.Duration
+	// Gaps are the times between consecutive SSE events, after the first.
+	Gaps []time.Duration
+	// Events is how many SSE events arrived.
+	Events int
+	// FrameItems and FrameTokens are the frame figures Perpetuity reported
+	// (response headers; 0 without recall).
+	FrameItems, FrameTokens int
+}
+
+// newClient is the load tool's HTTP client: keep-alive, enough idle
+// connections for the concurrency, no proxy from the environment.
+func newClient(conns int) *http.Client {
+	return &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
+		Proxy: nil, MaxIdleConns: 4 * conns, MaxIdleConnsPerHost: 2 * conns, IdleConnTimeout: time.Minute,
+		DisableCompression: true,
+	}}
+}
+
+// Call sends body and reads the whole reply, timing it. A stream must end
+// with its terminator ([DONE] or message_stop); any status but 200 is an
+// error.
+func (e Endpoint) Call(ctx context.Context, c *http.Client, body []byte, stream bool) (Timing, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
+	if err != nil {
+		return Timing{}, err
+	}
+	req.Header = e.Header.Clone()
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return Timing{}, err
+	}
+	defer resp.Body.Close()
+	var t Timing
+	t.FrameItems, _ = strconv.Atoi(resp.Header.Get(proxy.HeaderFrameItems))
+	t.FrameTokens, _ = strconv.Atoi(resp.Header.Get(proxy.HeaderFrameTokens))
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return t, fmt.Errorf("%s: %s: %s", e.URL, resp.Status, bytes.TrimSpace(b))
+	}
+	if !stream {
+		t.TTFB = time.Since(start)
+		// Read the body whole, as a client parsing JSON would.
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return t, err
+		}
+		t.Total = time.Since(start)
+		return t, nil
+	}
+	st, err := readStream(resp.Body, start)
+	st.FrameItems, st.FrameTokens = t.FrameItems, t.FrameTokens
+	return st, err
+}
+
+// readStream times each SSE event as it completes (its blank line).
+func readStream(r io.Reader, start time.Time) (Timing, error) {
+	var t Timing
+	br := bufio.NewReaderSize(r, 16<<10)
+	var last time.Time
+	var data []byte
+	done := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			l := bytes.TrimRight(line, "\r\n")
+			switch {
+			case len(l) == 0:
+				now := time.Now()
+				if t.Events == 0 {
+					t.TTFB = now.Sub(start)
+				} else {
+					t.Gaps = append(t.Gaps, now.Sub(last))
+				}
+				last = now
+				t.Events++
+				if bytes.Equal(data, []byte("[DONE]")) || bytes.Contains(data, []byte(`"message_stop"`)) {
+					done = true
+				}
+				data = data[:0]
+			case bytes.HasPrefix(l, []byte("data:")):
+				data = append(data[:0], bytes.TrimSpace(l[5:])...)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return t, err
+		}
+	}
+	t.Total = time.Since(start)
+	if !done {
+		return t, errors.New("stream ended without its terminator")
+	}
+	return t, nil
+}
+
+// Interleave sends n pairs of requests from c workers. Each pair calls the
+// baseline (side 0) and the subject (side 1) back to back in a random
+// order, so that drift and noise on the shared machine land on both sides
+// alike. call gets the side and the pair's index.
+func Interleave(ctx context.Context, c, n int, call func(ctx context.Context, side, i int) (Timing, error)) (base, subj []Timing, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var next atomic.Int64
+	var once sync.Once
+	var firstErr error
+	fail := func(e error) { once.Do(func() { firstErr = e; cancel() }) }
+	var wg sync.WaitGroup
+	for w := range c {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 0xbe7c4))
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				first := rng.IntN(2)
+				var ts [2]Timing
+				for k := range 2 {
+					side := first ^ k
+					t, err := call(ctx, side, i)
+					if err != nil {
+						fail(fmt.Errorf("side %d: %w", side, err))
+						return
+					}
+					ts[side] = t
+				}
+				mu.Lock()
+				base, subj = append(base, ts[0]), append(subj, ts[1])
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	return base, subj, ctx.Err()
+}
+
+// OpenLoop offers requests at a fixed rate for d, whatever the server's
+// speed (a closed loop would slow down with it and hide the queueing).
+// Latency runs from when a request was due, not when it was sent. Requests
+// that would exceed maxInflight are not sent and count as failed, as are
+// requests whose call errs.
+func OpenLoop(ctx context.Context, rate float64, d time.Duration, maxInflight int, call func(ctx context.Context, i int) error) (lat []time.Duration, failed int) {
+	n := max(1, int(rate*d.Seconds()))
+	interval := time.Duration(float64(time.Second) / rate)
+	var mu sync.Mutex
+	var inflight atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		due := start.Add(time.Duration(i) * interval)
+		if w := time.Until(due); w > 0 {
+			select {
+			case <-time.After(w):
+			case <-ctx.Done():
+				wg.Wait()
+				return lat, failed + n - i
+			}
+		}
+		if inflight.Load() >= int64(maxInflight) {
+			mu.Lock()
+			failed++
+			mu.Unlock()
+			continue
+		}
+		inflight.Add(1)
+		wg.Go(func() {
+			defer inflight.Add(-1)
+			err := call(ctx, i)
+			took := time.Since(due)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+				return
+			}
+			lat = append(lat, took)
+		})
+	}
+	wg.Wait()
+	return lat, failed
+}

@@ -1,0 +1,409 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// mdw writes markdown, keeping the first write error.
+type mdw struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (m *mdw) p(format string, args ...any) {
+	if m.err == nil {
+		_, m.err = fmt.Fprintf(m.w, format+"\n", args...)
+	}
+}
+
+// table writes a table whose first column is text and the others figures;
+// columns named in left are text too.
+func (m *mdw) table(head []string, rows [][]string, left ...int) {
+	m.p("| %s |", strings.Join(head, " | "))
+	seps := make([]string, len(head))
+	for i := range seps {
+		seps[i] = "--:"
+		if i == 0 || slices.Contains(left, i) {
+			seps[i] = "---"
+		}
+	}
+	m.p("|%s|", strings.Join(seps, "|"))
+	for _, r := range rows {
+		m.p("| %s |", strings.Join(r, " | "))
+	}
+	m.p("")
+}
+
+func verdict(t Target) string {
+	if t.Met {
+		return "met"
+	}
+	return "**" + t.Miss + "**"
+}
+
+func spread(lo, hi time.Duration) string { return ms(lo) + " … " + ms(hi) }
+
+// WriteMarkdown renders the report as BENCHMARKS.md.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	m := &mdw{w: bufio.NewWriter(w)}
+	c := r.Config
+	m.p("# Perpetuity benchmarks")
+	m.p("")
+	m.p("Written by `make bench` (`perpetuity bench all`, %s mode) on %s; the run took %s.",
+		c.Mode, r.Machine.Date.Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second))
+	m.p("Regenerate with `make bench` (minutes) or `BENCH_QUICK=1 make bench` (a smoke run, under a minute).")
+	m.p("")
+	m.p("Every figure is measured against a baseline in the same run. Repeated measurements run in %d rounds;", c.Rounds)
+	m.p("a figure is the median over the rounds of that round's percentile (nearest rank), and \"spread\" is the")
+	m.p("smallest and largest round. Where both sides are HTTP requests they are sent in pairs, back to back in")
+	m.p("random order, by the same Go client, so a noisy neighbour slows both alike. The fake provider")
+	m.p("(proxy/fakeprovider) answers both sides with the same reply and no delay of its own (streams are paced")
+	m.p("at %s per event), so its latency is the same on both sides and cancels in the difference.", c.ChunkDelay)
+	m.p("Perpetuity runs in-process (the real `serve`), against a fresh migrated PostgreSQL database.")
+	m.p("")
+	r.machine(m)
+	r.targets(m)
+	r.pass(m)
+	r.pipeline(m)
+	r.capture(m)
+	r.scan(m)
+	r.cold(m)
+	r.throughput(m)
+	r.recall(m)
+	r.loads(m)
+	r.notes(m)
+	if m.err != nil {
+		return m.err
+	}
+	return m.w.Flush()
+}
+
+func (r *Report) machine(m *mdw) {
+	mc := r.Machine
+	m.p("## Machine")
+	m.p("")
+	pg := mc.PostgreSQL
+	if mc.PGSettings != "" {
+		pg += " (" + mc.PGSettings + ")"
+	}
+	m.table([]string{"", ""}, [][]string{
+		{"CPU", fmt.Sprintf("%s, %d logical CPUs, GOMAXPROCS %d", mc.CPU, mc.Cores, mc.GOMAXPROCS)},
+		{"Memory", fmt.Sprintf("%.1f GiB", mc.MemoryGiB)},
+		{"Go", mc.Go + " " + mc.OS},
+		{"PostgreSQL", pg + ", same machine, over TCP loopback"},
+		{"Date", mc.Date.Format("2006-01-02 15:04 MST")},
+		{"Database", r.Database},
+	}, 1)
+	m.p("The machine is shared with other work; the load generator, Perpetuity, the fake provider and")
+	m.p("PostgreSQL all run on these cores.")
+	m.p("")
+}
+
+func (r *Report) targets(m *mdw) {
+	ts := r.Targets()
+	if len(ts) == 0 {
+		return
+	}
+	m.p("## Targets")
+	m.p("")
+	rows := make([][]string, len(ts))
+	for i, t := range ts {
+		rows[i] = []string{t.Section, t.What, t.Measured, t.Baseline, verdict(t)}
+	}
+	m.table([]string{"§", "target", "measured", "baseline (same run)", "verdict"}, rows, 1)
+	for _, s := range r.Skipped {
+		m.p("- skipped: %s", s)
+	}
+	if len(r.Skipped) > 0 {
+		m.p("")
+	}
+}
+
+func pairedRow(label string, p Paired) []string {
+	return []string{label, ms(p.Base.P50), ms(p.Base.P99), ms(p.Subj.P50), ms(p.Subj.P99),
+		"**" + ms(p.Added50) + "**", "**" + ms(p.Added99) + "**", spread(p.Added50Lo, p.Added50Hi), strconv.Itoa(p.PerSide)}
+}
+
+var pairedHead = []string{"", "direct p50", "direct p99", "via Perpetuity p50", "p99", "added p50", "added p99", "added p50 spread", "pairs/round"}
+
+func (r *Report) pass(m *mdw) {
+	p := r.Pass
+	if p == nil {
+		return
+	}
+	m.p("## 1. Pass-through overhead")
+	m.p("")
+	m.p("Perpetuity with `X-Perpetuity-Recall: off` and `X-Perpetuity-Capture: off` against the fake provider")
+	m.p("called directly; an OpenAI chat request (system prompt, one exchange, the live question; ~0.6 kB).")
+	m.p("Streams are %d text chunks (%d SSE events with the role chunk, the finish chunk and `[DONE]`), one every %s;",
+		p.Chunks, p.Events, p.ChunkDelay)
+	m.p("the per-event gap is the time between consecutive events as the client reads them. Milliseconds.")
+	m.p("")
+	m.table(pairedHead, [][]string{
+		pairedRow("non-streaming, concurrency 1", p.C1),
+		pairedRow(fmt.Sprintf("non-streaming, concurrency %d", p.Concurrency), p.CMany),
+		pairedRow("streaming: time to first event", p.TTFB),
+		pairedRow("streaming: gap between events", p.Gap),
+	})
+	m.p("Added time per event over the whole stream ((stream time via Perpetuity - direct) / gaps): %s µs.", us(p.GapMeanAdded))
+	m.p("")
+	if len(p.Breakdown) > 0 {
+		m.p("What a pass-through request costs in the database, each statement timed alone in the same run")
+		m.p("(through the store's own functions, so with their transaction and `set_config`):")
+		m.p("")
+		rows := make([][]string, len(p.Breakdown))
+		for i, b := range p.Breakdown {
+			rows[i] = []string{b.Name, ms(b.P50), ms(b.P99), b.Where}
+		}
+		m.table([]string{"statement", "p50", "p99", "where"}, rows, 3)
+	}
+}
+
+func (r *Report) pipeline(m *mdw) {
+	if len(r.Pipeline) == 0 {
+		r.memPath(m)
+		return
+	}
+	m.p("## 2. Full pipeline overhead")
+	m.p("")
+	m.p("Capture and recall on, against the same request sent to the provider directly. The tenant holds the")
+	m.p("given number of synthetic items (10 users, chat-turn lengths, a Zipfian vocabulary of dictionary words,")
+	m.p("each user's own names; memory/arena/synth), loaded straight into PostgreSQL. Each question is asked by")
+	m.p("the owner of a stored item with some of its words, through that user's key, in one live conversation")
+	m.p("per user; every request stores the question and, after the reply, the answer. Concurrency 1; milliseconds.")
+	m.p("")
+	rows := make([][]string, len(r.Pipeline))
+	for i, p := range r.Pipeline {
+		rows[i] = append(pairedRow(itemsLabel(p.Items)+" items", p.Paired), strconv.Itoa(p.FrameItems), strconv.Itoa(p.FrameTokens), ms(p.First))
+	}
+	m.table(append(pairedHead, "frame items", "frame tokens", "first request"), rows)
+	m.p("\"first request\" is the first request after the tenant grew: the server's resident arena catches up on")
+	m.p("the new items inside it (section 5 measures that alone).")
+	m.p("")
+	r.memPath(m)
+}
+
+func (r *Report) memPath(m *mdw) {
+	if len(r.MemPath) == 0 {
+		return
+	}
+	if len(r.Pipeline) == 0 {
+		m.p("## 2. Memory path")
+		m.p("")
+	}
+	m.p("The memory path alone, without HTTP or an upstream: `memory.Engine.Capture` of the live question, then")
+	m.p("`Frame` (catch-up check, scan, warm activations, render, reheat), in this process, same questions.")
+	m.p("The pipeline's added time above is this plus the HTTP hop, the key lookup and the conversation upsert.")
+	m.p("")
+	rows := make([][]string, len(r.MemPath))
+	for i, p := range r.MemPath {
+		rows[i] = []string{itemsLabel(p.Items) + " items", ms(p.Capture.P50), ms(p.Capture.P99), ms(p.Frame.P50), ms(p.Frame.P99),
+			"**" + ms(p.Total.P50) + "**", ms(p.Total.P99), spread(p.Total.P50Lo, p.Total.P50Hi), ms(p.Count.P50)}
+	}
+	m.table([]string{"", "capture p50", "p99", "frame p50", "p99", "memory path p50", "p99", "p50 spread",
+		fmt.Sprintf("BPE count of %d bodies", r.MemPath[0].CountBodies)}, rows)
+	m.p("The last column counts the model tokens of %d stored bodies with the embedded BPE counter, the work a", r.MemPath[0].CountBodies)
+	m.p("frame does to price up to that many candidates (memory/frame.go `fit`, `itemCost`), timed alone.")
+	m.p("")
+	m.p("Where a turn's database time goes (capture and frame statements, mean ms per turn as the client sees")
+	m.p("them, pgx tracer):")
+	m.p("")
+	for _, p := range r.MemPath {
+		m.p("- %s items: %s.", itemsLabel(p.Items), stmtList(p.Statements))
+	}
+	m.p("")
+}
+
+func (r *Report) capture(m *mdw) {
+	c := r.Capture
+	if c == nil {
+		return
+	}
+	m.p("## 3. Capture cost")
+	m.p("")
+	m.p("One chat message (%d words, %d model tokens on average) stored through `memory.Engine.Capture`, in", c.Words, c.Tokens)
+	m.p("turn with the commit floor (the cheapest transaction that must wait for the WAL flush: one row rewritten")
+	m.p("unchanged, then COMMIT) and a bare round trip. %d of each per round; milliseconds.", c.Capture.N)
+	m.p("")
+	m.table([]string{"", "p50", "p99", "p50 spread"}, [][]string{
+		{"round trip (`SELECT 1`)", ms(c.Trip.P50), ms(c.Trip.P99), spread(c.Trip.P50Lo, c.Trip.P50Hi)},
+		{"commit floor", ms(c.Floor.P50), ms(c.Floor.P99), spread(c.Floor.P50Lo, c.Floor.P50Hi)},
+		{"capture of one message", ms(c.Capture.P50), ms(c.Capture.P99), spread(c.Capture.P50Lo, c.Capture.P50Hi)},
+		{"**capture minus floor**", "**" + ms(c.Capture.P50-c.Floor.P50) + "**", ms(c.Capture.P99 - c.Floor.P99), ""},
+	})
+	if len(c.Statements) > 0 {
+		m.p("Where a capture's time goes, per statement as the client sees it (mean ms per capture, pgx tracer):")
+		m.p("%s.", stmtList(c.Statements))
+		m.p("")
+	}
+	m.p("Import: %d turns through `memory/importer` (one conversation, captured one message at a time) in %s:",
+		c.ImportTurns, c.ImportTook.Round(time.Millisecond))
+	m.p("**%.0f items/s**.", c.ImportRate)
+	m.p("")
+}
+
+func (r *Report) scan(m *mdw) {
+	if len(r.Scan) == 0 {
+		return
+	}
+	s0 := r.Scan[0]
+	m.p("## 4. Scan")
+	m.p("")
+	m.p("The resident arena's exact two-stage BM25 scan (memory/arena) over the synthetic corpus, in-process, one")
+	m.p("user's items visible (a tenth of the corpus), K=%d as the engine asks, %d queries of 3-8 terms per round on",
+		s0.K, s0.Queries)
+	m.p("%d workers. The floor is one sequential read of as many bytes as the arena holds, with as many", s0.Workers)
+	m.p("goroutines, in the same run: no scan that looks at every item can beat it.")
+	m.p("")
+	rows := make([][]string, len(r.Scan))
+	for i, s := range r.Scan {
+		rows[i] = []string{itemsLabel(s.Items), "**" + ms(s.Scan.P50) + "**", ms(s.Scan.P99), spread(s.Scan.P50Lo, s.Scan.P50Hi),
+			ms(s.Floor), fmt.Sprintf("%.1fx", float64(s.Scan.P50)/float64(max(1, s.Floor))), ms(s.CPUPerQuery), fmt.Sprintf("%.0f", s.BytesPerItem)}
+	}
+	m.table([]string{"items", "scan p50 (ms)", "p99", "p50 spread", "bandwidth floor", "p50 / floor", "CPU per query", "arena bytes/item"}, rows)
+}
+
+func (r *Report) cold(m *mdw) {
+	if len(r.Cold) == 0 {
+		return
+	}
+	m.p("## 5. Cold start")
+	m.p("")
+	m.p("A process with no arena reading the whole tenant from PostgreSQL (`store.ReadCatchUp` in one snapshot)")
+	m.p("and building its arena, as the first request of a tenant does; %d rounds. \"Engine\" is the same done by a", r.Cold[0].Rounds)
+	m.p("fresh `memory.Engine`: its first frame (catch-up plus one frame) and a warm frame for comparison.")
+	m.p("")
+	rows := make([][]string, len(r.Cold))
+	for i, c := range r.Cold {
+		rows[i] = []string{itemsLabel(c.Items), ms(c.Took), spread(c.TookLo, c.TookHi), ms(c.Read), ms(c.Build),
+			fmt.Sprintf("**%.0fk**", c.PerSec/1000), fmt.Sprintf("%.0f", c.BytesPerItem), fmt.Sprintf("%.0f", c.HeapPerItem),
+			ms(c.EngineFirst), ms(c.EngineWarm)}
+	}
+	m.table([]string{"items", "catch-up (ms)", "spread", "read", "build", "items/s", "arena B/item", "Go heap B/item", "engine first frame", "warm frame"}, rows)
+}
+
+func (r *Report) throughput(m *mdw) {
+	t := r.Throughput
+	if t == nil {
+		return
+	}
+	m.p("## 6. Throughput")
+	m.p("")
+	m.p("Open-loop load (requests offered at a fixed rate whatever the server's speed; latency counted from when")
+	m.p("each was due) for %s per step: the rate doubles until p99 reaches %s or a request fails, then", t.Step, ms(t.Bound)+" ms")
+	m.p("bisects. The tenant holds %s items; the baseline is the pass-through path on the same server.", itemsLabel(t.Items))
+	m.p("")
+	row := func(label string, p RatePoint) []string {
+		if p.Rate == 0 {
+			return []string{label, "**none** (not even 1/s)", "–", "–", "–"}
+		}
+		return []string{label, fmt.Sprintf("**%.0f**", p.Rate), ms(p.P50), ms(p.P99), strconv.Itoa(p.Sent)}
+	}
+	m.table([]string{"path", "sustained requests/s (p99 < " + ms(t.Bound) + " ms)", "p50", "p99", "requests"}, [][]string{
+		row("full pipeline (recall and capture on)", t.Recall),
+		row("pass-through (recall and capture off)", t.Base),
+	})
+	if t.Base.Rate > 0 && t.Recall.Rate > 0 {
+		m.p("Ratio: the full pipeline sustains %.0f%% of the pass-through rate.", 100*t.Recall.Rate/t.Base.Rate)
+		m.p("")
+	}
+	var tried []string
+	for _, p := range t.Tried {
+		s := fmt.Sprintf("%.0f/s: p99 %s ms", p.Rate, ms(p.P99))
+		if p.Failed > 0 {
+			s += fmt.Sprintf(", %d failed", p.Failed)
+		}
+		tried = append(tried, s)
+	}
+	m.p("Steps with recall on: %s.", strings.Join(tried, "; "))
+	m.p("")
+}
+
+func (r *Report) recall(m *mdw) {
+	rc := r.Recall
+	if rc == nil {
+		return
+	}
+	s := rc.Summary
+	m.p("## 7. Recall for tokens")
+	m.p("")
+	m.p("`perpetuity eval locomo %s --json` (the LoCoMo development set, categories 1-4, %d questions, no LLM:", rc.File, s.Questions)
+	m.p("an evidence turn counts when its text is in what the provider received), beside the baselines of")
+	m.p("../shared/bench/README.md, measured there on the same questions. Took %s.", rc.Took.Round(time.Second))
+	m.p("")
+	head := []string{"method"}
+	for _, c := range RecallCeilings {
+		head = append(head, "recall @"+strconv.Itoa(c))
+	}
+	head = append(head, "all-evidence @2000", "@4000", "server frame: recall", "all-evidence", "tokens mean")
+	row := []string{"**Perpetuity**"}
+	for _, c := range RecallCeilings {
+		row = append(row, fmt.Sprintf("%.3f", s.Ceilings[strconv.Itoa(c)].Recall))
+	}
+	row = append(row, fmt.Sprintf("%.3f", s.Ceilings["2000"].AllEvidence), fmt.Sprintf("%.3f", s.Ceilings["4000"].AllEvidence),
+		fmt.Sprintf("%.3f", s.Overall.Recall), fmt.Sprintf("%.3f", s.Overall.AllEvidence), fmt.Sprintf("%.0f", s.Overall.TokensMean))
+	rows := [][]string{row}
+	for _, b := range Baselines {
+		br := []string{b.Name}
+		for _, c := range RecallCeilings {
+			br = append(br, fmt.Sprintf("%.3f", b.Recall[c]))
+		}
+		br = append(br, fmt.Sprintf("%.3f", b.AllAt[2000]), fmt.Sprintf("%.3f", b.AllAt[4000]), "", "", "")
+		rows = append(rows, br)
+	}
+	m.table(head, rows)
+	var cats [][]string
+	for _, k := range []string{"1", "2", "3", "4", "5"} {
+		c, ok := s.ByCategory[k]
+		if !ok {
+			continue
+		}
+		n, _ := strconv.Atoi(k)
+		cats = append(cats, []string{k + " " + categoryName(n), fmt.Sprintf("%.3f", c.Recall), fmt.Sprintf("%.3f", c.AllEvidence),
+			fmt.Sprintf("%.0f", c.TokensMean), strconv.Itoa(c.TokensP95)})
+	}
+	m.p("Per category, server-chosen frame (5 is unanswerable and not in the overall figures):")
+	m.p("")
+	m.table([]string{"category", "recall", "all-evidence", "tokens mean", "tokens p95"}, cats)
+}
+
+// stmtList is "begin 0.1, insert messages 0.2 (x2), ...; 0.3 ms in all".
+func stmtList(ss []Stmt) string {
+	parts := make([]string, 0, len(ss))
+	for _, st := range ss {
+		name := st.Name
+		if st.Count > 1.05 || st.Count < 0.95 {
+			name += fmt.Sprintf(" (x%.1f)", st.Count)
+		}
+		parts = append(parts, name+" "+ms(st.Each))
+	}
+	return strings.Join(parts, ", ") + "; " + ms(stmtSum(ss)) + " ms in all"
+}
+
+func categoryName(c int) string {
+	return map[int]string{1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}[c]
+}
+
+func (r *Report) loads(m *mdw) {
+	if len(r.Loads) == 0 {
+		return
+	}
+	var parts []string
+	for _, l := range r.Loads {
+		parts = append(parts, fmt.Sprintf("+%s to %s in %s (%.0fk items/s)", itemsLabel(l.Added), itemsLabel(l.Items),
+			l.Took.Round(100*time.Millisecond), float64(l.Added)/l.Took.Seconds()/1000))
+	}
+	m.p("## Setup")
+	m.p("")
+	m.p("The bench tenant was grown with COPY (e2e/bench.Loader; messages, items, retrieval rows under the")
+	m.p("tenant's dictionary, born-hot activations, birth records, term and corpus counts, clocks and head in")
+	m.p("one transaction per growth, triggers off where the role may): %s. This is setup, not a figure of the", strings.Join(parts, "; "))
+	m.p("product: captures (section 3) are how items arrive in production.")
+	m.p("")
+}

@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// MemPathResult is the whole memory path of one turn without HTTP or an
+// upstream (issue 3): capture the live question, then retrieve and render
+// its frame (reheats written), through a memory.Engine of this process.
+type MemPathResult struct {
+	Items   int
+	Capture Rounds
+	Frame   Rounds
+	Total   Rounds
+	// Count is counting the model tokens of CountBodies stored bodies with
+	// the embedded BPE counter, as a frame does for its candidates.
+	Count       Rounds
+	CountBodies int
+	// Statements is where a turn's database time goes (mean per turn, as
+	// the client sees it).
+	Statements []Stmt
+	// RowLookup is finding an item's retrieval rows by tenant and item
+	// alone, the first query of the deferred per-item check that runs at
+	// every capture's commit (migrations 000003, check_item_versions).
+	RowLookup time.Duration
+}
+
+const rowLookupSQL = `SELECT count(*) FROM retrieval_rows r WHERE r.tenant_id = $1 AND r.item_id = $2`
+
+// FrameCandidates is how many candidates a frame reads and prices at most
+// (memory/frame.go fetchLimit).
+const FrameCandidates = 400
+
+// memPath keeps one engine and one conversation per user across sizes, so
+// its arena catches up as the tenant grows like a serving process's does.
+type memPath struct {
+	eng   *memory.Engine
+	tr    *stmtTracer
+	db    *store.DB
+	convs map[int64]int64 // memory user -> conversation
+	pos   map[int64]int
+}
+
+func newMemPath(ctx context.Context, k *kit, dbURL string) (*memPath, error) {
+	tr := newStmtTracer()
+	db, err := tracedStore(ctx, dbURL, tr)
+	if err != nil {
+		return nil, err
+	}
+	return &memPath{eng: k.engineOn(db), tr: tr, db: db, convs: map[int64]int64{}, pos: map[int64]int{}}, nil
+}
+
+func (mp *memPath) close() { mp.db.Close() }
+
+func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u int64) (capture, frame time.Duration, err error) {
+	user := t.Users[u-1]
+	conv, ok := mp.convs[user]
+	if !ok {
+		if conv, err = k.db.EnsureConversation(ctx, t.ID, user, "h:bench-memory-path", "memory path"); err != nil {
+			return 0, 0, err
+		}
+		mp.convs[user] = conv
+	}
+	who := memory.Who{TenantID: t.ID, UserID: user, UserName: fmt.Sprintf("u%d", u), ConversationID: conv}
+	t0 := time.Now()
+	c, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user]})
+	if err != nil {
+		return 0, 0, fmt.Errorf("memory path capture: %w", err)
+	}
+	mp.pos[user] += 2
+	t1 := time.Now()
+	if _, err := mp.eng.Frame(ctx, memory.FrameQuery{Who: who, Live: text, LiveStored: true, LiveItems: c.ItemIDs, Now: time.Now()}); err != nil {
+		return 0, 0, fmt.Errorf("memory path frame: %w", err)
+	}
+	return t1.Sub(t0), time.Since(t1), nil
+}
+
+func runMemPath(ctx context.Context, mp *memPath, k *kit, t *Tenant, lr liveRequests, bodies []string, cfg Config, lg *logger) (*MemPathResult, error) {
+	// The first turn catches the engine's arena up with the growth.
+	if _, _, err := mp.turn(ctx, k, t, lr.text[0], lr.user[0]); err != nil {
+		return nil, err
+	}
+	var caps, frames, totals, counts [][]time.Duration
+	i := 1
+	mp.tr.reset()
+	for round := range cfg.Rounds {
+		lg.printf("memory path %s: round %d/%d", itemsLabel(t.Items), round+1, cfg.Rounds)
+		var c, f, tt []time.Duration
+		for range cfg.PipelinePairs {
+			k1 := i % len(lr.text)
+			i++
+			dc, df, err := mp.turn(ctx, k, t, lr.text[k1], lr.user[k1])
+			if err != nil {
+				return nil, err
+			}
+			c, f, tt = append(c, dc), append(f, df), append(tt, dc+df)
+		}
+		caps, frames, totals = append(caps, c), append(frames, f), append(totals, tt)
+		var cs []time.Duration
+		for range 5 {
+			t0 := time.Now()
+			for _, b := range bodies {
+				k.counter.Count(b)
+			}
+			cs = append(cs, time.Since(t0))
+		}
+		counts = append(counts, cs)
+	}
+	res := &MemPathResult{Items: t.Items, Capture: Fold(caps), Frame: Fold(frames), Total: Fold(totals),
+		Count: Fold(counts), CountBodies: len(bodies), Statements: mp.tr.per(cfg.Rounds * cfg.PipelinePairs)}
+	var last int64
+	if err := k.db.Pool.QueryRow(ctx, `SELECT max(id) FROM items WHERE tenant_id = $1`, t.ID).Scan(&last); err != nil {
+		return nil, err
+	}
+	var looks []time.Duration
+	for range 5 {
+		t0 := time.Now()
+		var n int
+		if err := k.db.Pool.QueryRow(ctx, rowLookupSQL, t.ID, last).Scan(&n); err != nil {
+			return nil, fmt.Errorf("row lookup: %w", err)
+		}
+		looks = append(looks, time.Since(t0))
+	}
+	res.RowLookup = Median(looks)
+	return res, nil
+}

@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// notes writes the closing section: for each group of missed targets, what
+// this run's own figures say about why.
+func (r *Report) notes(m *mdw) {
+	missed := map[string]Target{}
+	var order []Target
+	for _, t := range r.Targets() {
+		if !t.Met {
+			missed[t.ID] = t
+			order = append(order, t)
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	m.p("## Why targets are missed")
+	m.p("")
+	for _, t := range order {
+		m.p("- §%s %s: %s.", t.Section, t.What, t.Miss)
+	}
+	m.p("")
+	has := func(ids ...string) bool {
+		for _, id := range ids {
+			if _, ok := missed[id]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	if p := r.Pass; p != nil && has("pass50", "pass99", "ttfb") {
+		key, conv, rec, trip := p.Component("key"), p.Component("conv"), p.Component("record"), p.Component("trip")
+		db := key.P50 + conv.P50
+		m.p("**Pass-through (§1).** Before it forwards anything, a pass-through request waits on two database")
+		m.p("statements: the key lookup (p50 %s ms) and the conversation upsert (p50 %s ms), which writes and commits,", ms(key.P50), ms(conv.P50))
+		m.p("and so waits for the WAL flush, even when the conversation already exists. Timed alone they make %s ms", ms(db))
+		m.p("of the %s ms added at p50 (%.0f%%); the rest is the second HTTP hop, with the body parsed and", ms(p.C1.Added50), pct(db, p.C1.Added50))
+		m.p("re-encoded. The same two statements come before the upstream call of a stream, so they are most of the")
+		m.p("added time to first byte (%s ms at p50). After the reply each request also commits its request record", ms(p.TTFB.Added50))
+		m.p("(p50 %s ms), on the same cores and through the same connection pool (%d connections, pgxpool's default", ms(rec.P50), p.PoolConns)
+		m.p("for this machine): that is what the p99 carries, and at %d concurrent conversations each request queues",
+			p.Concurrency)
+		m.p("for a connection behind these commits (%s ms added at p50). A round trip alone costs %s ms here.", ms(p.CMany.Added50), ms(trip.P50))
+		m.p("Resolving keys and known conversations from an in-process cache (dropped on revocation) and writing")
+		m.p("request records in batches would take the database off the pass-through path.")
+		m.p("")
+	}
+	if p := r.Pass; p != nil && has("chunk") {
+		m.p("**Per-chunk delay (§1).** The median added gap between events is %s µs and the added stream time per", us(p.Gap.Added50))
+		m.p("event %s µs: the relay reads, inspects and flushes each event on its own. The p99 of the gaps is", us(p.GapMeanAdded))
+		m.p("dominated by timer and scheduling jitter on two shared cores: the direct side's own gap p99 is %s ms for", ms(p.Gap.Base.P99))
+		m.p("events paced %s apart, and one late wake-up of the relay, or of the client, moves the p99 by hundreds of µs.", p.ChunkDelay)
+		m.p("")
+	}
+	if has("pipe", "mem") {
+		var mp *MemPathResult
+		for i := range r.MemPath {
+			if r.MemPath[i].Items == 250_000 {
+				mp = &r.MemPath[i]
+			}
+		}
+		var pl *PipelineResult
+		for i := range r.Pipeline {
+			if r.Pipeline[i].Items == 250_000 {
+				pl = &r.Pipeline[i]
+			}
+		}
+		m.p("**Full pipeline and memory path (§2).**")
+		if mp != nil {
+			m.p("At 250k items the memory path alone takes %s ms at p50: capture %s ms and frame %s ms.",
+				ms(mp.Total.P50), ms(mp.Capture.P50), ms(mp.Frame.P50))
+			m.p("Pricing up to %d frame candidates with the embedded BPE counter takes %s ms by itself (%.0f%% of",
+				mp.CountBodies, ms(mp.Count.P50), pct(mp.Count.P50, mp.Frame.P50))
+			m.p("the frame): `fit` counts each candidate's rendered body every turn (memory/frame.go, `itemCost`),")
+			m.p("although every item's token count is stored at capture.")
+			if top := topStmts(mp.Statements, 3); len(top) > 0 {
+				m.p("The database takes %s ms of the turn (traced, mean); the largest pieces are %s. The warm read",
+					ms(stmtSum(mp.Statements)), strings.Join(top, ", "))
+				m.p("(`select activations`) returns every activation of the asking user still inside the decay horizon,")
+				m.p("which grows with what the user has stored; each of the turn's transactions (begin, `set_config`,")
+				m.p("commit) costs round trips of its own.")
+			}
+		}
+		if pl != nil && r.Pass != nil {
+			m.p("The pipeline adds %s ms at p50 over calling the provider directly: the memory path, plus what every", ms(pl.Added50))
+			m.p("request pays on the pass-through path (key lookup and conversation upsert: %s ms, §1), the second",
+				ms(r.Pass.Component("key").P50+r.Pass.Component("conv").P50))
+			m.p("hop, and the previous reply's capture and request record, which run after each response on the same cores.")
+		}
+		if c := r.Capture; c != nil && mp != nil && mp.Capture.P50 > 2*c.Capture.P50 {
+			m.p("Capture into the 250k tenant (%s ms) is %.1fx a capture into the small tenant of §3 (%s ms): its cost",
+				ms(mp.Capture.P50), float64(mp.Capture.P50)/float64(c.Capture.P50), ms(c.Capture.P50))
+			m.p("grows with the tenant. The deferred `items_rows_per_version` check that runs for every new item at")
+			m.p("commit first looks the item's retrieval rows up by tenant and item alone, which no index serves (the key")
+			m.p("is tenant, dictionary version, item): that lookup takes %s ms at this size, and grows linearly with the", ms(mp.RowLookup))
+			m.p("table. An index on retrieval_rows (tenant_id, item_id), or naming the version in the check, fixes it.")
+		}
+		m.p("")
+	}
+	if c := r.Capture; c != nil && has("capture") {
+		over := c.Capture.P50 - c.Floor.P50
+		m.p("**Capture (§3).** A capture costs %s ms more than the commit floor at p50.", ms(over))
+		var commit, rest time.Duration
+		n := 0.0
+		for _, st := range c.Statements {
+			if st.Name == "commit" {
+				commit = st.Each
+				continue
+			}
+			rest += st.Each
+			n += st.Count
+		}
+		if len(c.Statements) > 0 {
+			m.p("Traced (section 3), its commit takes %s ms against the floor's %s ms: it flushes the whole", ms(commit), ms(c.Floor.P50))
+			m.p("capture's WAL and runs the deferred per-item check. The other %.0f round trips take %s ms together, each", n, ms(rest))
+			m.p("a round trip (%s ms bare) plus its work (indexes, the birth-record trigger on items).", ms(c.Trip.P50))
+		}
+		m.p("Folding them into fewer round trips (one batch after the message row) and making the per-item")
+		m.p("check cheap is where the 0.5 ms budget would come from.")
+		m.p("")
+	}
+	if has("scan") {
+		var parts []string
+		for _, s := range r.Scan {
+			parts = append(parts, fmt.Sprintf("%s: %s ms, %.1fx its floor, %s ms CPU per query",
+				itemsLabel(s.Items), ms(s.Scan.P50), float64(s.Scan.P50)/float64(max(1, s.Floor)), ms(s.CPUPerQuery)))
+		}
+		m.p("**Scan (§4).** %s. The scan asks for K=%d hits, as the engine does; a larger K keeps more first-pass",
+			strings.Join(parts, "; "), ScanK)
+		m.p("candidates and rescores more of them. CPU per query above the wall time means both workers were busy.")
+		m.p("")
+	}
+	if len(r.Cold) > 0 && has("cold") {
+		c := r.Cold[len(r.Cold)-1]
+		m.p("**Cold start (§5).** Of the %s ms catch-up at %s items, reading from PostgreSQL takes %s ms and",
+			ms(c.Took), itemsLabel(c.Items), ms(c.Read))
+		m.p("building the arena %s ms: the read (one snapshot, two arrays per item decoded row by row by pgx,", ms(c.Build))
+		m.p("into freshly allocated slices) is the bottleneck.")
+		m.p("")
+	}
+	if has("arena") {
+		m.p("**Arena size (§5).** See memory/arena (codec.go) for the per-item layout.")
+		m.p("")
+	}
+	if has("recall-all", "recall-tokens", "recall-2000") {
+		m.p("**Recall (§7).** These are the memory engine's retrieval and frame figures on the development set")
+		m.p("(issue 3); the table above shows where they stand against BM25 at the same ceilings.")
+		m.p("")
+	}
+}
+
+// topStmts names the n statements that take longest, largest first.
+func topStmts(ss []Stmt, n int) []string {
+	s := slices.Clone(ss)
+	slices.SortFunc(s, func(a, b Stmt) int { return int(b.Each - a.Each) })
+	var out []string
+	for _, st := range s[:min(n, len(s))] {
+		name := "`" + st.Name + "`"
+		if st.Count > 1.05 {
+			name += fmt.Sprintf(" (x%.0f)", st.Count)
+		}
+		out = append(out, fmt.Sprintf("%s %s ms", name, ms(st.Each)))
+	}
+	return out
+}
+
+func stmtSum(ss []Stmt) time.Duration {
+	var sum time.Duration
+	for _, st := range ss {
+		sum += st.Each
+	}
+	return sum
+}
+
+func pct(part, whole time.Duration) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return 100 * float64(part) / float64(whole)
+}

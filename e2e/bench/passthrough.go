@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy"
+)
+
+// PassResult is section 1: what Perpetuity adds with recall and capture
+// off, against the fake provider called directly.
+type PassResult struct {
+	C1, CMany   Paired // non-streaming, whole request
+	Concurrency int    // of CMany
+	TTFB        Paired // streaming: first SSE event
+	Gap         Paired // streaming: time between consecutive events
+	// GapMeanAdded is the added stream time spread over its events:
+	// ((subject total - TTFB) - (baseline total - TTFB)) / (events - 1),
+	// median over rounds.
+	GapMeanAdded time.Duration
+	Events       int
+	Chunks       int
+	ChunkDelay   time.Duration
+	// Breakdown is the database work a pass-through request does, each
+	// measured alone in the same run.
+	Breakdown []Component
+	// PoolConns is the connection pool size a pool opened on the bench's
+	// database URL gets (the server opens its own on the same URL).
+	PoolConns int
+}
+
+// Component returns the breakdown piece with key (zero if absent).
+func (p *PassResult) Component(key string) Component {
+	for _, c := range p.Breakdown {
+		if c.Key == key {
+			return c
+		}
+	}
+	return Component{}
+}
+
+// Component is one measured piece of work.
+type Component struct {
+	Key   string
+	Name  string
+	Where string
+	Rounds
+}
+
+func totals(ts []Timing) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, t := range ts {
+		out[i] = t.Total
+	}
+	return out
+}
+
+func ttfbs(ts []Timing) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, t := range ts {
+		out[i] = t.TTFB
+	}
+	return out
+}
+
+func gaps(ts []Timing) []time.Duration {
+	var out []time.Duration
+	for _, t := range ts {
+		out = append(out, t.Gaps...)
+	}
+	return out
+}
+
+// streamTime is the mean time from the first to the last event.
+func streamTime(ts []Timing) (mean time.Duration, events int) {
+	if len(ts) == 0 {
+		return 0, 0
+	}
+	var sum time.Duration
+	for _, t := range ts {
+		sum += t.Total - t.TTFB
+		events = max(events, t.Events)
+	}
+	return sum / time.Duration(len(ts)), events
+}
+
+// caller sends body to one of two endpoints by side.
+func (r *rig) caller(sides [2]Endpoint, body []byte, stream bool) func(ctx context.Context, side, i int) (Timing, error) {
+	return func(ctx context.Context, side, _ int) (Timing, error) {
+		return sides[side].Call(ctx, r.client, body, stream)
+	}
+}
+
+func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Config, lg *logger) (*PassResult, error) {
+	sides := [2]Endpoint{r.direct(), r.proxied(t.Key, proxy.HeaderRecall, "off", proxy.HeaderCapture, "off")}
+	live := "What did we decide about the Thursday meeting with the design team?"
+	plain := r.caller(sides, chatBody(live, false), false)
+	stream := r.caller(sides, chatBody(live, true), true)
+	// Concurrent requests are concurrent conversations: requests of one
+	// conversation follow each other (each needs the previous reply).
+	convs := make([]Endpoint, cfg.Concurrency)
+	for k := range convs {
+		convs[k] = r.proxied(t.Key, proxy.HeaderRecall, "off", proxy.HeaderCapture, "off", proxy.HeaderConversation, fmt.Sprintf("bench-pass-%d", k))
+	}
+	plainBody := chatBody(live, false)
+	many := func(ctx context.Context, side, i int) (Timing, error) {
+		if side == 0 {
+			return sides[0].Call(ctx, r.client, plainBody, false)
+		}
+		return convs[i%len(convs)].Call(ctx, r.client, plainBody, false)
+	}
+	res := &PassResult{Concurrency: cfg.Concurrency, Chunks: cfg.Chunks, ChunkDelay: cfg.ChunkDelay}
+
+	lg.printf("pass-through: warming up")
+	if _, _, err := Interleave(ctx, 1, 50, plain); err != nil {
+		return nil, fmt.Errorf("pass-through warm-up: %w", err)
+	}
+	if _, _, err := Interleave(ctx, cfg.Concurrency, cfg.Concurrency, many); err != nil {
+		return nil, fmt.Errorf("pass-through warm-up (c=%d): %w", cfg.Concurrency, err)
+	}
+	if _, _, err := Interleave(ctx, 1, 3, stream); err != nil {
+		return nil, fmt.Errorf("pass-through warm-up (stream): %w", err)
+	}
+	var c1, cm, ttfb, gap [][2][]time.Duration
+	var meanAdded []time.Duration
+	for round := range cfg.Rounds {
+		lg.printf("pass-through: round %d/%d", round+1, cfg.Rounds)
+		b, s, err := Interleave(ctx, 1, cfg.PassPairs, plain)
+		if err != nil {
+			return nil, fmt.Errorf("pass-through c=1: %w", err)
+		}
+		c1 = append(c1, [2][]time.Duration{totals(b), totals(s)})
+		b, s, err = Interleave(ctx, cfg.Concurrency, cfg.Concurrency*cfg.PassPairsMany, many)
+		if err != nil {
+			return nil, fmt.Errorf("pass-through c=%d: %w", cfg.Concurrency, err)
+		}
+		cm = append(cm, [2][]time.Duration{totals(b), totals(s)})
+		b, s, err = Interleave(ctx, 1, cfg.StreamPairs, stream)
+		if err != nil {
+			return nil, fmt.Errorf("pass-through stream: %w", err)
+		}
+		ttfb = append(ttfb, [2][]time.Duration{ttfbs(b), ttfbs(s)})
+		gap = append(gap, [2][]time.Duration{gaps(b), gaps(s)})
+		bm, ev := streamTime(b)
+		sm, _ := streamTime(s)
+		if ev > 1 {
+			meanAdded = append(meanAdded, (sm-bm)/time.Duration(ev-1))
+			res.Events = ev
+		}
+	}
+	res.C1, res.CMany, res.TTFB, res.Gap = Pair(c1), Pair(cm), Pair(ttfb), Pair(gap)
+	res.GapMeanAdded = Median(meanAdded)
+
+	lg.printf("pass-through: database work per request")
+	bd, err := breakdown(ctx, db, t, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res.Breakdown = bd
+	res.PoolConns = int(db.Pool.Config().MaxConns)
+	return res, nil
+}
+
+// breakdown times, one at a time and interleaved, the statements a
+// pass-through request runs: what the proxy's added latency is made of.
+func breakdown(ctx context.Context, db *store.DB, t *Tenant, cfg Config) ([]Component, error) {
+	if _, err := db.EnsureConversation(ctx, t.ID, t.Users[0], "h:bench-breakdown", "breakdown"); err != nil {
+		return nil, err
+	}
+	parts := []struct {
+		key, name, where string
+		run              func() error
+	}{
+		{"trip", "round trip (SELECT 1)", "the floor of any statement on this machine", func() error {
+			_, err := db.Pool.Exec(ctx, "SELECT 1")
+			return err
+		}},
+		{"floor", "commit floor", "the cheapest durable commit: one row rewritten unchanged, then COMMIT (waits for the WAL flush)", func() error {
+			return commitFloor(ctx, db, t)
+		}},
+		{"key", "key lookup", "store.ResolveKey, on every request (proxy/identity.go resolveIdentity)", func() error {
+			_, err := db.ResolveKey(ctx, t.Keys[0])
+			return err
+		}},
+		{"conv", "conversation upsert", "store.EnsureConversation, on every request (proxy/pipeline.go): a write and a commit even when the conversation exists", func() error {
+			_, err := db.EnsureConversation(ctx, t.ID, t.Users[0], "h:bench-breakdown", "breakdown")
+			return err
+		}},
+		{"record", "request record", "store.RecordRequest, after the reply (off the response path, but on the same cores)", func() error {
+			return db.RecordRequest(ctx, store.RequestRecord{TenantID: t.ID, RequestID: "req_bench", UserID: t.Users[0],
+				Dialect: "openai-chat", Provider: "openai", Model: "gpt-4o-mini", Status: 200})
+		}},
+	}
+	samples := make([][][]time.Duration, len(parts))
+	for range cfg.Rounds {
+		round := make([][]time.Duration, len(parts))
+		for range cfg.BreakdownN {
+			for k, p := range parts {
+				t0 := time.Now()
+				if err := p.run(); err != nil {
+					return nil, fmt.Errorf("breakdown %s: %w", p.name, err)
+				}
+				round[k] = append(round[k], time.Since(t0))
+			}
+		}
+		for k := range parts {
+			samples[k] = append(samples[k], round[k])
+		}
+	}
+	out := make([]Component, len(parts))
+	for k, p := range parts {
+		out[k] = Component{Key: p.key, Name: p.name, Where: p.where, Rounds: Fold(samples[k])}
+	}
+	return out, nil
+}
+
+// commitFloor is the cheapest transaction that must reach the disk: one
+// row rewritten unchanged (a bench user's own), so the commit has WAL to
+// flush. (A transaction that only takes an id writes its commit record
+// without waiting for the flush, which would make the floor too low.)
+func commitFloor(ctx context.Context, db *store.DB, t *Tenant) error {
+	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, commitFloorSQL, t.ID, t.Users[0])
+		return err
+	})
+}
+
+const commitFloorSQL = `UPDATE memory_users SET display_name = display_name WHERE tenant_id = $1 AND id = $2`

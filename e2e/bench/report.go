@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// Report is everything one run measured.
+type Report struct {
+	Config   Config
+	Machine  Machine
+	Database string
+	Took     time.Duration
+
+	Pass       *PassResult
+	Pipeline   []PipelineResult
+	MemPath    []MemPathResult
+	Capture    *CaptureResult
+	Scan       []ScanResult
+	Cold       []ColdResult
+	Throughput *ThroughputResult
+	Recall     *RecallResult
+	Loads      []LoadFigure
+	Skipped    []string
+}
+
+// LoadFigure is one growth of the bench tenant (setup, not a figure of
+// the product).
+type LoadFigure struct {
+	Items int
+	Added int
+	Took  time.Duration
+}
+
+// Target is one goal of issues 3 and 8 with what this run measured.
+type Target struct {
+	ID       string // stable key for the notes
+	Section  string
+	What     string // the goal, e.g. "added p50 at c=1 <= 0.3 ms"
+	Measured string
+	Baseline string // the same-run baseline beside it
+	Met      bool
+	Miss     string // how far off, when missed
+}
+
+func id(key string, t Target) Target {
+	t.ID = key
+	return t
+}
+
+func durTarget(sec, what string, got, limit time.Duration, baseline string) Target {
+	t := Target{Section: sec, What: what, Measured: ms(got) + " ms", Baseline: baseline, Met: got <= limit}
+	if !t.Met {
+		t.Miss = fmt.Sprintf("missed by %s ms (%.1fx the target)", ms(got-limit), float64(got)/float64(limit))
+	}
+	return t
+}
+
+func atLeastTarget(sec, what string, got, limit float64, unit, baseline string) Target {
+	t := Target{Section: sec, What: what, Measured: fmt.Sprintf("%.3g %s", got, unit), Baseline: baseline, Met: got >= limit}
+	if !t.Met {
+		t.Miss = fmt.Sprintf("missed by %.3g %s (%.0f%% of the target)", limit-got, unit, 100*got/limit)
+	}
+	return t
+}
+
+func atMostTarget(sec, what string, got, limit float64, unit, baseline string) Target {
+	t := Target{Section: sec, What: what, Measured: fmt.Sprintf("%.4g %s", got, unit), Baseline: baseline, Met: got <= limit}
+	if !t.Met {
+		t.Miss = fmt.Sprintf("missed by %.3g %s", got-limit, unit)
+	}
+	return t
+}
+
+// Targets lists every goal the run has a figure for.
+func (r *Report) Targets() []Target {
+	var ts []Target
+	if p := r.Pass; p != nil {
+		ts = append(ts,
+			id("pass50", durTarget("1", "pass-through: added p50 at c=1 <= 0.3 ms", p.C1.Added50, 300*time.Microsecond, "direct p50 "+ms(p.C1.Base.P50)+" ms")),
+			id("pass99", durTarget("1", "pass-through: added p99 at c=1 <= 1 ms", p.C1.Added99, time.Millisecond, "direct p99 "+ms(p.C1.Base.P99)+" ms")),
+			id("ttfb", durTarget("1", "streaming: added time to first byte p99 <= 0.5 ms", p.TTFB.Added99, 500*time.Microsecond, "direct TTFB p99 "+ms(p.TTFB.Base.P99)+" ms")),
+		)
+		t := Target{ID: "chunk", Section: "1", What: "streaming: added per-chunk delay p99 <= 20 µs", Measured: us(p.Gap.Added99) + " µs",
+			Baseline: "direct gap p99 " + us(p.Gap.Base.P99) + " µs", Met: p.Gap.Added99 <= 20*time.Microsecond}
+		if !t.Met {
+			t.Miss = "missed by " + us(p.Gap.Added99-20*time.Microsecond) + " µs"
+		}
+		ts = append(ts, t)
+	}
+	for _, p := range r.Pipeline {
+		if p.Items == 250_000 {
+			ts = append(ts, id("pipe", durTarget("2", "full pipeline at 250k items: added p50 <= 5 ms", p.Added50, 5*time.Millisecond, "direct p50 "+ms(p.Base.P50)+" ms")))
+		}
+	}
+	for _, p := range r.MemPath {
+		if p.Items == 250_000 {
+			ts = append(ts, id("mem", durTarget("2", "memory path (capture + retrieve + render, no HTTP) at 250k: p50 <= 5 ms", p.Total.P50, 5*time.Millisecond,
+				"capture alone p50 "+ms(p.Capture.P50)+" ms")))
+		}
+	}
+	if c := r.Capture; c != nil {
+		ts = append(ts, id("capture", durTarget("3", "capture p50 <= commit floor p50 + 0.5 ms", c.Capture.P50, c.Floor.P50+500*time.Microsecond,
+			"floor p50 "+ms(c.Floor.P50)+" ms")))
+	}
+	for _, s := range r.Scan {
+		limit := time.Duration(0)
+		switch s.Items {
+		case 250_000:
+			limit = 3 * time.Millisecond
+		case 1_000_000:
+			limit = 10 * time.Millisecond
+		}
+		if limit > 0 {
+			ts = append(ts, id("scan", durTarget("4", fmt.Sprintf("scan p50 at %s items <= %s ms", itemsLabel(s.Items), ms(limit)), s.Scan.P50, limit,
+				"bandwidth floor "+ms(s.Floor)+" ms")))
+		}
+	}
+	if len(r.Cold) > 0 {
+		c := r.Cold[len(r.Cold)-1]
+		ts = append(ts,
+			id("cold", atLeastTarget("5", fmt.Sprintf("cold start at %s items >= 200k items/s", itemsLabel(c.Items)), c.PerSec/1000, 200, "k items/s",
+				"read alone: "+fmt.Sprintf("%.0fk items/s", float64(c.Items)/c.Read.Seconds()/1000))),
+			id("arena", atMostTarget("5", "resident arena <= 256 bytes per item beyond the text", c.BytesPerItem, 256, "B/item",
+				fmt.Sprintf("Go heap %.0f B/item", c.HeapPerItem))),
+		)
+	}
+	if rc := r.Recall; rc != nil {
+		s := rc.Summary
+		bm := Baselines[0]
+		ts = append(ts,
+			id("recall-all", atLeastTarget("7", "dev set: all-evidence rate >= 0.85 (server frame)", s.Overall.AllEvidence, 0.85, "",
+				fmt.Sprintf("BM25 %.3f @4000", bm.AllAt[4000]))),
+			id("recall-tokens", atMostTarget("7", "dev set: mean server frame <= 4000 tokens", s.Overall.TokensMean, 4000, "tokens",
+				"BM25 fills the ceiling")),
+			id("recall-2000", atLeastTarget("7", "dev set: evidence recall @2000 >= 0.80", s.Ceilings["2000"].Recall, 0.80, "",
+				fmt.Sprintf("BM25 %.3f @2000", bm.Recall[2000]))),
+		)
+	}
+	return ts
+}

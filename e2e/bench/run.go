@@ -1,0 +1,230 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory/arena"
+	"github.com/perpetuity/perpetuity/memory/arena/synth"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// Env is what the caller provides.
+type Env struct {
+	// DatabaseURL is a PostgreSQL the bench may use. The bench works in a
+	// scratch database it creates next to it (and drops) when it may, else
+	// in scratch tenants of this one.
+	DatabaseURL string
+	// Start runs the real server in-process.
+	Start StartFunc
+	// Recall runs the LoCoMo eval; nil skips section 7.
+	Recall RecallFunc
+	// Log receives progress lines (nil: none).
+	Log io.Writer
+}
+
+type logger struct {
+	w     io.Writer
+	start time.Time
+}
+
+func (l *logger) printf(format string, args ...any) {
+	if l.w == nil {
+		return
+	}
+	fmt.Fprintf(l.w, "bench %6.1fs  %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// Run measures the configured sections and returns the report; on an
+// error the report holds what was measured before it.
+func Run(ctx context.Context, env Env, cfg Config) (*Report, error) {
+	r := &runner{env: env, cfg: cfg, lg: &logger{w: env.Log, start: time.Now()}, rep: &Report{Config: cfg}}
+	dbURL, drop, scratch, note, err := scratchDatabase(ctx, env.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	defer drop()
+	r.dbURL, r.rep.Database = dbURL, note
+	r.lg.printf("database: %s", note)
+	if r.db, err = store.Open(ctx, dbURL); err != nil {
+		return nil, err
+	}
+	defer r.db.Close()
+	if !scratch {
+		defer r.removeTenants(ctx)
+	}
+	r.rep.Machine = describeMachine(ctx, r.db)
+	err = r.run(ctx)
+	r.rep.Took = time.Since(r.lg.start)
+	r.lg.printf("done")
+	return r.rep, err
+}
+
+// runner is one run's state.
+type runner struct {
+	env     Env
+	cfg     Config
+	lg      *logger
+	rep     *Report
+	dbURL   string
+	db      *store.DB
+	k       *kit
+	rg      *rig
+	bt      *Tenant // the tenant that grows through cfg.Sizes
+	tenants []*Tenant
+	g       *synth.Generator
+	corpus  []arena.Item
+}
+
+func (r *runner) newTenant(ctx context.Context, name string, users int) (*Tenant, error) {
+	t, err := NewTenant(ctx, r.db, name+" "+time.Now().UTC().Format(time.RFC3339), users)
+	if err == nil {
+		r.tenants = append(r.tenants, t)
+	}
+	return t, err
+}
+
+// removeTenants cleans up after a run in a database that is not the
+// bench's own.
+func (r *runner) removeTenants(ctx context.Context) {
+	for _, t := range r.tenants {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+		if err := r.db.DeleteTenant(dctx, t.ID); err != nil {
+			r.lg.printf("could not remove scratch tenant %d: %v", t.ID, err)
+		}
+		cancel()
+	}
+}
+
+func (r *runner) run(ctx context.Context) error {
+	cfg, rep := r.cfg, r.rep
+	var err error
+	if r.bt, err = r.newTenant(ctx, "bench", 10); err != nil {
+		return err
+	}
+	if r.k, err = newKit(ctx, r.db, r.bt.Dict); err != nil {
+		return err
+	}
+	if cfg.has(SecProxy) || cfg.has(SecPipeline) || cfg.has(SecThroughput) {
+		if r.env.Start == nil {
+			return errors.New("bench: no way to start the server (Env.Start)")
+		}
+		if r.rg, err = startRig(ctx, r.env.Start, r.dbURL, cfg.Chunks, cfg.ChunkDelay); err != nil {
+			return err
+		}
+		defer r.rg.close()
+	}
+	if cfg.has(SecProxy) {
+		if rep.Pass, err = runPassThrough(ctx, r.rg, r.db, r.bt, cfg, r.lg); err != nil {
+			return err
+		}
+	}
+	if cfg.has(SecCapture) {
+		ct, err := r.newTenant(ctx, "bench capture", 1)
+		if err != nil {
+			return err
+		}
+		if rep.Capture, err = runCapture(ctx, r.db, r.dbURL, r.k, ct, cfg, r.lg); err != nil {
+			return err
+		}
+	}
+	growing := cfg.has(SecPipeline) || cfg.has(SecMemPath) || cfg.has(SecCold) || cfg.has(SecThroughput)
+	maxSize := 0
+	if growing {
+		maxSize = slices.Max(cfg.Sizes)
+	}
+	if cfg.has(SecScan) {
+		maxSize = max(maxSize, slices.Max(cfg.ScanSizes))
+	}
+	if maxSize > 0 {
+		r.lg.printf("corpus: generating %s synthetic items", itemsLabel(maxSize))
+		r.g = synth.New(synth.Config{Seed: cfg.Seed, Items: maxSize, Users: 10, Vocab: SynthVocab})
+		r.corpus = r.g.Corpus()
+	}
+	if growing {
+		if err := r.grow(ctx); err != nil {
+			return err
+		}
+	}
+	if cfg.has(SecScan) {
+		if rep.Scan, err = runScan(ctx, r.g, r.corpus, cfg.ScanSizes, cfg, r.lg); err != nil {
+			return err
+		}
+	}
+	r.corpus = nil
+	if cfg.has(SecRecall) {
+		switch {
+		case r.env.Recall == nil:
+			rep.Skipped = append(rep.Skipped, "7. recall: no eval wired in")
+		case cfg.LocomoFile == "":
+			rep.Skipped = append(rep.Skipped, "7. recall: no LoCoMo file given (--locomo)")
+		default:
+			if rep.Recall, err = runRecall(ctx, r.env.Recall, r.dbURL, cfg.LocomoFile, r.lg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// grow loads the bench tenant through cfg.Sizes and measures sections 2,
+// 5 and 6 at each size.
+func (r *runner) grow(ctx context.Context) error {
+	cfg, rep, bt := r.cfg, r.rep, r.bt
+	loader := NewLoader(r.db, r.k.vocab, r.k.counter.Count)
+	mp, err := newMemPath(ctx, r.k, r.dbURL)
+	if err != nil {
+		return err
+	}
+	defer mp.close()
+	for _, n := range cfg.Sizes {
+		r.lg.printf("load: growing the tenant to %s items", itemsLabel(n))
+		t0, before := time.Now(), bt.Items
+		if err := loader.Load(ctx, bt, r.corpus[bt.Items:n]); err != nil {
+			return err
+		}
+		rep.Loads = append(rep.Loads, LoadFigure{Items: n, Added: n - before, Took: time.Since(t0)})
+		lr := newLiveRequests(r.k.vocab, r.g.Queries(r.corpus[:n], 200, 3, 8))
+		if cfg.has(SecCold) {
+			c, err := runColdStart(ctx, r.db, r.k, bt, lr.text[0], cfg, r.lg)
+			if err != nil {
+				return err
+			}
+			rep.Cold = append(rep.Cold, *c)
+		}
+		if cfg.has(SecPipeline) {
+			p, err := runPipeline(ctx, r.rg, bt, lr, cfg, r.lg)
+			if err != nil {
+				return err
+			}
+			rep.Pipeline = append(rep.Pipeline, *p)
+		}
+		if cfg.has(SecMemPath) {
+			p, err := runMemPath(ctx, mp, r.k, bt, lr, r.bodies(n), cfg, r.lg)
+			if err != nil {
+				return err
+			}
+			rep.MemPath = append(rep.MemPath, *p)
+		}
+		if cfg.has(SecThroughput) && n == cfg.ThroughputSize {
+			if rep.Throughput, err = runThroughput(ctx, r.rg, bt, lr, cfg, r.lg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bodies are up to FrameCandidates stored bodies spread over the first n
+// items.
+func (r *runner) bodies(n int) []string {
+	out := make([]string, 0, FrameCandidates)
+	for i := 0; i < n && len(out) < FrameCandidates; i += max(1, n/FrameCandidates) {
+		out = append(out, Text(r.k.vocab.Tokens(&r.corpus[i])))
+	}
+	return out
+}

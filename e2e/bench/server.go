@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+)
+
+// StartFunc runs Perpetuity in-process against databaseURL, with
+// openAIBase as its OpenAI upstream, and returns its base URL and a stop
+// function.
+type StartFunc func(ctx context.Context, databaseURL, openAIBase string) (baseURL string, stop func(), err error)
+
+// rig is the fake provider and the server under test.
+type rig struct {
+	fake     *fakeprovider.Provider
+	upstream *httptest.Server
+	base     string // Perpetuity's base URL
+	stop     func()
+	client   *http.Client
+}
+
+// replyWords is what the fake answers: Chunks words, streamed one per delta.
+func replyWords(n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = "word" + strconv.Itoa(i)
+	}
+	return strings.Join(ws, " ")
+}
+
+// startRig starts the fake provider with a fixed reply (the same for both
+// sides of every comparison, so its own latency cancels out) and the server
+// pointed at it.
+func startRig(ctx context.Context, start StartFunc, dbURL string, chunks int, chunkDelay time.Duration) (*rig, error) {
+	fake := fakeprovider.New()
+	reply := fakeprovider.Reply{Text: replyWords(chunks), Chunks: chunks, ChunkDelay: chunkDelay}
+	var n atomic.Int64
+	fake.SetDefault(func(fakeprovider.Recorded) fakeprovider.Reply {
+		if n.Add(1)%256 == 0 {
+			fake.Reset() // the fake records every request; the bench needs none of them
+		}
+		return reply
+	})
+	up := httptest.NewServer(fake)
+	base, stop, err := start(ctx, dbURL, up.URL+"/v1")
+	if err != nil {
+		up.Close()
+		return nil, fmt.Errorf("start perpetuity: %w", err)
+	}
+	return &rig{fake: fake, upstream: up, base: base, stop: stop, client: newClient(128)}, nil
+}
+
+func (r *rig) close() {
+	r.client.CloseIdleConnections()
+	r.stop()
+	r.upstream.Close()
+}
+
+// direct is the fake provider's chat endpoint, called as a harness would.
+func (r *rig) direct() Endpoint {
+	return Endpoint{URL: r.upstream.URL + "/v1/chat/completions", Header: chatHeader()}
+}
+
+// proxied is the same endpoint through Perpetuity with key; extra headers
+// are Perpetuity switches.
+func (r *rig) proxied(key string, extra ...string) Endpoint {
+	h := chatHeader()
+	for i := 0; i+1 < len(extra); i += 2 {
+		h.Set(extra[i], extra[i+1])
+	}
+	return Endpoint{URL: r.base + "/k/" + key + "/v1/chat/completions", Header: h}
+}
+
+func chatHeader() http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Authorization", "Bearer sk-bench-fake")
+	return h
+}
+
+// chatBody is a small but typical chat request: a system prompt, one
+// earlier exchange and the live question.
+func chatBody(live string, stream bool) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"model":      "gpt-4o-mini",
+		"max_tokens": 256,
+		"stream":     stream,
+		"messages": []map[string]string{
+			{"role": "system", "content": "You are a helpful assistant. Answer briefly and cite what you remember."},
+			{"role": "user", "content": "Good morning! Can you help me plan the week?"},
+			{"role": "assistant", "content": "Of course. Tell me what is on your calendar and what matters most."},
+			{"role": "user", "content": live},
+		},
+	})
+	return b
+}

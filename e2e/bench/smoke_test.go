@@ -1,0 +1,75 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perpetuity/perpetuity/app"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
+)
+
+// TestSmokeRun runs `perpetuity bench all --mode smoke` end to end: the
+// real server in-process, every section at tiny sizes. It checks the
+// report's structure, never its figures (this machine is shared).
+func TestSmokeRun(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.New(t)
+	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return dbURL
+		}
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if err := app.RunBench(ctx, []string{"all", "--mode", "smoke", "--out", out}, getenv, &stdout, &stderr); err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, want := range []string{
+		"# Perpetuity benchmarks",
+		"## Machine", "| PostgreSQL | ", "| Go | go",
+		"## Targets",
+		"## 1. Pass-through overhead", "| non-streaming, concurrency 1 |", "| streaming: time to first event |",
+		"| conversation upsert |",
+		"## 2. Full pipeline overhead", "| 300 items |",
+		"## 3. Capture cost", "| capture of one message |", "items/s",
+		"## 4. Scan", "| 600 |",
+		"## 5. Cold start",
+		"## 6. Throughput", "| full pipeline (recall and capture on) |",
+		"## Setup",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// Every target row has a verdict.
+	rows := regexp.MustCompile(`(?m)^\| [1-7] \| .*\|$`).FindAllString(doc, -1)
+	if len(rows) < 5 {
+		t.Errorf("want at least 5 target rows, got %d", len(rows))
+	}
+	for _, r := range rows {
+		if !strings.Contains(r, "| met |") && !strings.Contains(r, "missed by") {
+			t.Errorf("target row without a verdict: %s", r)
+		}
+	}
+	// Figures are numbers, not blanks or NaN.
+	if strings.Contains(doc, "NaN") || strings.Contains(doc, "| |") {
+		t.Errorf("report has empty or NaN cells:\n%s", doc)
+	}
+	if t.Failed() || os.Getenv("BENCH_SHOW") != "" {
+		t.Logf("report:\n%s", doc)
+	}
+}

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// stmtTracer sums, per statement, the time from sending it to its result,
+// as the client sees it (a pgx tracer): where a transaction's time goes.
+// A batch counts as one statement.
+type stmtTracer struct {
+	mu    sync.Mutex
+	sum   map[string]time.Duration
+	count map[string]int
+	order []string
+}
+
+type traceStart struct{}
+
+type started struct {
+	at   time.Time
+	name string
+}
+
+func newStmtTracer() *stmtTracer {
+	return &stmtTracer{sum: map[string]time.Duration{}, count: map[string]int{}}
+}
+
+func (t *stmtTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, traceStart{}, started{time.Now(), stmtName(d.SQL)})
+}
+
+func (t *stmtTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	t.add(ctx)
+}
+
+func (t *stmtTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return context.WithValue(ctx, traceStart{}, started{time.Now(), "batch"})
+}
+
+func (t *stmtTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (t *stmtTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	t.add(ctx)
+}
+
+func (t *stmtTracer) add(ctx context.Context) {
+	s, ok := ctx.Value(traceStart{}).(started)
+	if !ok {
+		return
+	}
+	d, name := time.Since(s.at), s.name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, seen := t.sum[name]; !seen {
+		t.order = append(t.order, name)
+	}
+	t.sum[name] += d
+	t.count[name]++
+}
+
+func (t *stmtTracer) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.sum)
+	clear(t.count)
+	t.order = nil
+}
+
+// Stmt is one statement kind's share of a repeated operation.
+type Stmt struct {
+	Name  string
+	Each  time.Duration // mean time per operation
+	Count float64       // times per operation
+}
+
+// per returns each statement's mean time per operation (ops operations),
+// in first-seen order.
+func (t *stmtTracer) per(ops int) []Stmt {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Stmt, 0, len(t.order))
+	for _, n := range t.order {
+		out = append(out, Stmt{Name: n, Each: t.sum[n] / time.Duration(ops), Count: float64(t.count[n]) / float64(ops)})
+	}
+	return slices.Clip(out)
+}
+
+// stmtName names a statement by its verb and first table: "insert
+// messages", "update tenant_heads", "begin".
+func stmtName(sql string) string {
+	f := strings.Fields(strings.ToLower(sql))
+	if len(f) == 0 {
+		return "other"
+	}
+	after := func(word string) string {
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] == word {
+				return " " + strings.Trim(f[i+1], "(),")
+			}
+		}
+		return ""
+	}
+	switch f[0] {
+	case "insert":
+		return "insert" + after("into")
+	case "update":
+		return "update" + after("update")
+	case "delete":
+		return "delete" + after("from")
+	case "select":
+		if strings.HasPrefix(f[len(f)-1], "set_config") || slices.ContainsFunc(f, func(w string) bool { return strings.HasPrefix(w, "set_config(") }) {
+			return "set tenant"
+		}
+		return "select" + after("from")
+	}
+	return f[0]
+}
+
+// tracedStore opens a second pool on dbURL whose statements tr times.
+func tracedStore(ctx context.Context, dbURL string, tr *stmtTracer) (*store.DB, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &store.DB{Pool: pool}, nil
+}

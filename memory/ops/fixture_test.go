@@ -1,0 +1,203 @@
+package ops_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/ops"
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/memory/text"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.RunMain(m)) }
+
+// words is the engine's text side for these tests: the real normalizer
+// (the dictionaries are real), one chunk per message, a word count as the
+// model-token count.
+type words struct{}
+
+func (words) Count(s string) int                              { return len(strings.Fields(s)) + 1 }
+func (words) Normalize(s string) []string                     { return text.Normalize(s) }
+func (words) Chunk(s string, _ int) []string                  { return []string{s} }
+func (words) ChunkContent(_ string, chunks []string) []string { return chunks }
+
+var admin = store.Actor{Email: "test"}
+
+// fixture is a tenant in a database that holds the shipped dictionaries,
+// with an engine (a serving process) built on v1 as serving builds it.
+type fixture struct {
+	db  *store.DB
+	eng *memory.Engine
+	nt  store.NewTenant
+	v1  *dict.Dictionary
+	v2  *dict.Dictionary
+}
+
+func openDB(t *testing.T, url string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newFixtureOn(t, openDB(t, dbtest.Shared(t)))
+}
+
+func newFixtureOn(t *testing.T, db *store.DB) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{db: db}
+	for _, v := range []int{1, 2} {
+		d, err := dict.Builtin(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.EnsureDictionary(ctx, d.Version, d.Name, d.Entries()); err != nil {
+			t.Fatal(err)
+		}
+		if v == 1 {
+			f.v1 = d
+		} else {
+			f.v2 = d
+		}
+	}
+	nt, err := db.CreateTenant(ctx, "acme "+t.Name(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.nt = nt
+	f.eng = f.engine()
+	return f
+}
+
+// engine is another serving process on the same database.
+func (f *fixture) engine() *memory.Engine {
+	return memory.New(f.db, words{}, memory.DictTerms{D: f.v1}, memory.Options{BaseTau: 5000})
+}
+
+func (f *fixture) who(t *testing.T, user, conv string) memory.Who {
+	t.Helper()
+	ctx := context.Background()
+	uid, err := f.db.EnsureUser(ctx, f.nt.TenantID, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := f.db.EnsureConversation(ctx, f.nt.TenantID, uid, conv, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return memory.Who{TenantID: f.nt.TenantID, UserID: uid, UserName: user, ConversationID: cid}
+}
+
+// vocabulary mixes plain words, inflected forms (which the versions map
+// differently) and names no dictionary knows.
+var vocabulary = strings.Fields(`garden gardens gardening tomato tomatoes planted planting painted paintings
+	children child running ran runs bought buying car cars blue folder passport trip trips travelled
+	Caroline Melanie Zorblax sunset lake lakes swimming swam dog dogs adopted adoption concert guitar
+	played playing book books wrote writing happy happiness pottery class classes the and of a to`)
+
+// sentence is a deterministic message for (seed, i).
+func sentence(seed uint64, i int) string {
+	r := rand.New(rand.NewPCG(seed, uint64(i)))
+	n := 6 + r.IntN(10)
+	ws := make([]string, n)
+	for j := range ws {
+		ws[j] = vocabulary[r.IntN(len(vocabulary))]
+	}
+	return fmt.Sprintf("%s (%d)", strings.Join(ws, " "), i)
+}
+
+// say captures n messages of w starting at position from.
+func (f *fixture) say(t testing.TB, eng *memory.Engine, w memory.Who, seed uint64, from, n int) []int64 {
+	t.Helper()
+	var ids []int64
+	for i := from; i < from+n; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		c, err := eng.Capture(context.Background(), memory.Message{Who: w, Role: role, Text: sentence(seed, i), Position: i,
+			At: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)})
+		if err != nil {
+			t.Error(err) // may run on a writer goroutine
+			return ids
+		}
+		ids = append(ids, c.ItemIDs...)
+	}
+	return ids
+}
+
+// check runs the integrity check with arenas and fails on any violation.
+func (f *fixture) mustBeClean(t *testing.T, arenas ops.Arenas) store.IntegrityReport {
+	t.Helper()
+	ck := &ops.Checker{St: f.db, Arenas: arenas}
+	rep, vs, err := ck.Check(context.Background(), f.nt.TenantID, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Errorf("violation %s: %s %s", v.Invariant, v.Detail, v.Rows)
+	}
+	return rep
+}
+
+// exec runs SQL against the fixture's database.
+func (f *fixture) exec(t *testing.T, sql string, args ...any) int64 {
+	t.Helper()
+	tag, err := f.db.Pool.Exec(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return tag.RowsAffected()
+}
+
+func (f *fixture) int64(t *testing.T, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := f.db.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// memoryState is everything heat, decay and novelty are made of, as text:
+// rollouts must leave it exactly as it was.
+func (f *fixture) memoryState(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT id || ':' || tau || ':' || novelty || ':' || born_clock || ':' || seq FROM items WHERE tenant_id = $1 ORDER BY id`,
+		`SELECT viewer_id || ':' || item_id || ':' || t_last || ':' || peak FROM activations WHERE tenant_id = $1 ORDER BY 1`,
+		`SELECT viewer_id || ':' || item_id || ':' || clock || ':' || peak FROM reheats WHERE tenant_id = $1 ORDER BY 1`,
+		`SELECT id || ':' || clock FROM memory_users WHERE tenant_id = $1 ORDER BY id`,
+	} {
+		rows, err := f.db.Pool.Query(ctx, q, f.nt.TenantID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(s + "\n")
+		}
+		rows.Close()
+		b.WriteString("--\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,215 @@
+package ops_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/ops"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// lyingArena alters what an arena reports, for the invariants no SQL can
+// break from outside a serving process.
+type lyingArena struct {
+	ops.Arenas
+	alter func(*memory.ArenaState)
+}
+
+func (l lyingArena) ArenaSnapshot(ctx context.Context, tenantID int64) (memory.ArenaState, error) {
+	a, err := l.Arenas.ArenaSnapshot(ctx, tenantID)
+	l.alter(&a)
+	return a, err
+}
+
+// scene is what a case breaks: alice's first item, bob's conversation.
+type scene struct {
+	tenant, item, alice, bobConv int64
+}
+
+// TestIntegrityFindsEachBrokenInvariant breaks one invariant at a time, on
+// purpose, in a tenant whose serving arena is warm, and checks that the
+// report names exactly the invariants the break violates: the broken one
+// and those that follow from it (a deleted row also makes the counts
+// wrong).
+func TestIntegrityFindsEachBrokenInvariant(t *testing.T) {
+	t.Parallel()
+	base := newFixture(t)
+	cases := []struct {
+		name  string
+		sql   []string // $1 tenant, $2 item, $3 alice, $4 bob's conversation
+		arena func(*memory.ArenaState)
+		want  []string
+	}{
+		{name: "clean"},
+		{name: "row deleted", sql: []string{
+			`DELETE FROM retrieval_rows WHERE tenant_id = $1 AND item_id = $2 AND dict_version = 1 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvRowMissing, ops.InvTermStats, ops.InvCorpusStats, ops.InvArenaExtra}},
+		{name: "row altered", sql: []string{
+			`UPDATE retrieval_rows SET term_ids = term_ids[2:], term_freqs = term_freqs[2:] WHERE tenant_id = $1 AND item_id = $2 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvRowMismatch, ops.InvTermStats, ops.InvArenaDiffers}},
+		{name: "document frequency off", sql: []string{
+			`UPDATE term_stats SET df = df + 1 WHERE tenant_id = $1 AND dict_version = 1 AND term_id = (SELECT min(term_id) FROM term_stats WHERE tenant_id = $1) AND $2::bigint + $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvTermStats}},
+		{name: "count of a term no row has", sql: []string{
+			`INSERT INTO term_stats (tenant_id, dict_version, term_id, df) SELECT $1, 1, 77777, 2 WHERE $2::bigint + $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvTermStats}},
+		{name: "corpus length off", sql: []string{
+			`UPDATE corpus_stats SET total_length = total_length + 3 WHERE tenant_id = $1 AND $2::bigint + $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvCorpusStats}},
+		{name: "birth activation deleted", sql: []string{
+			`DELETE FROM activations WHERE tenant_id = $1 AND item_id = $2 AND viewer_id = $3 AND $4::bigint <> 0`},
+			want: []string{ops.InvBirthActivation}},
+		{name: "born cold", sql: []string{
+			`UPDATE activations a SET t_last = i.born_clock - 1 FROM items i
+				WHERE a.tenant_id = $1 AND a.item_id = $2 AND a.viewer_id = $3 AND i.tenant_id = $1 AND i.id = $2 AND $4::bigint <> 0`},
+			want: []string{ops.InvBirthActivation}},
+		{name: "decay constant rewritten", sql: []string{
+			`UPDATE items SET tau = tau * 2 WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvBirthChanged, ops.InvArenaDiffers}},
+		{name: "novelty rewritten", sql: []string{
+			`UPDATE items SET novelty = novelty + 0.25 WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvBirthChanged}},
+		{name: "birth record deleted", sql: []string{
+			`DELETE FROM item_births WHERE tenant_id = $1 AND item_id = $2 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvBirthRecord}},
+		{name: "item moved into another user's conversation", sql: []string{
+			`UPDATE items SET conversation_id = $4 WHERE tenant_id = $1 AND id = $2 AND $3::bigint <> 0`},
+			want: []string{ops.InvTenantConversation, ops.InvTenantMessage, ops.InvArenaDiffers}},
+		{name: "item owned by no user", sql: []string{
+			`UPDATE items SET user_id = 424242 WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvTenantOwner, ops.InvTenantConversation, ops.InvTenantMessage, ops.InvBirthActivation, ops.InvArenaDiffers}},
+		{name: "activation by a viewer of no tenant", sql: []string{
+			`INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak) SELECT $1, 424242, $2, 0, 1 WHERE $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvTenantViewer}},
+		{name: "item committed behind the arena's watermark", sql: []string{
+			// A copy of the item under its seq: catch-up, having read past
+			// that seq, never loads it. Everything else about it is right.
+			`INSERT INTO items (tenant_id, message_id, user_id, conversation_id, role, speaker, part, body, tokens, token_count,
+				born_clock, born_at, tau, novelty, seq)
+			 SELECT tenant_id, message_id, user_id, conversation_id, role, speaker, 99, body, tokens, token_count,
+				born_clock, born_at, tau, novelty, seq FROM items WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`,
+			`INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length)
+			 SELECT r.tenant_id, r.dict_version, c.id, r.term_ids, r.term_freqs, r.length FROM retrieval_rows r,
+				(SELECT id FROM items WHERE tenant_id = $1 AND part = 99) c
+			 WHERE r.tenant_id = $1 AND r.item_id = $2 AND $3::bigint + $4::bigint <> 0`,
+			`INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak)
+			 SELECT a.tenant_id, a.viewer_id, c.id, a.t_last, a.peak FROM activations a, (SELECT id FROM items WHERE tenant_id = $1 AND part = 99) c
+			 WHERE a.tenant_id = $1 AND a.item_id = $2 AND a.viewer_id = $3 AND $4::bigint <> 0`,
+			`UPDATE term_stats SET df = df + 1 WHERE tenant_id = $1 AND dict_version = 1
+				AND term_id = ANY(SELECT unnest(term_ids) FROM retrieval_rows WHERE tenant_id = $1 AND item_id = $2 AND dict_version = 1)
+				AND $3::bigint + $4::bigint <> 0`,
+			`UPDATE corpus_stats SET items = items + 1, total_length = total_length +
+				(SELECT length FROM retrieval_rows WHERE tenant_id = $1 AND item_id = $2 AND dict_version = 1)
+			 WHERE tenant_id = $1 AND dict_version = 1 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvArenaMissing}},
+		{name: "item deleted without a purge event", sql: []string{
+			`UPDATE term_stats SET df = df - 1 WHERE tenant_id = $1 AND dict_version = 1
+				AND term_id = ANY(SELECT unnest(term_ids) FROM retrieval_rows WHERE tenant_id = $1 AND item_id = $2 AND dict_version = 1)
+				AND $3::bigint + $4::bigint <> 0`,
+			`DELETE FROM term_stats WHERE tenant_id = $1 AND df = 0 AND $2::bigint + $3::bigint + $4::bigint <> 0`,
+			`UPDATE corpus_stats SET items = items - 1, total_length = total_length -
+				(SELECT length FROM retrieval_rows WHERE tenant_id = $1 AND item_id = $2 AND dict_version = 1)
+			 WHERE tenant_id = $1 AND dict_version = 1 AND $3::bigint + $4::bigint <> 0`,
+			`DELETE FROM items WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvArenaExtra}},
+		{name: "arena serving another version",
+			arena: func(a *memory.ArenaState) { a.DictVersion = 7 },
+			want:  []string{ops.InvArenaVersion}},
+		{name: "arena holding an item twice",
+			arena: func(a *memory.ArenaState) { a.Count++ },
+			want:  []string{ops.InvArenaDuplicate}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			f := base.sibling(t)
+			a := f.who(t, "alice", "a1")
+			b := f.who(t, "bob", "b1")
+			items := f.say(t, f.eng, a, 5, 0, 6)
+			f.say(t, f.eng, b, 6, 0, 4)
+			if s := f.snapshot(t, f.eng); s.Count != 10 {
+				t.Fatalf("warm arena holds %d items", s.Count)
+			}
+			sc := scene{tenant: f.nt.TenantID, item: items[0], alice: a.UserID, bobConv: b.ConversationID}
+			for i, q := range c.sql {
+				if f.exec(t, q, sc.tenant, sc.item, sc.alice, sc.bobConv) == 0 && i == 0 {
+					t.Fatalf("the break changed nothing: %s", q)
+				}
+			}
+			var arenas ops.Arenas = f.eng
+			if c.arena != nil {
+				arenas = lyingArena{Arenas: f.eng, alter: c.arena}
+			}
+			rep, vs, err := (&ops.Checker{St: f.db, Arenas: arenas, Batch: 3}).Check(ctx, f.nt.TenantID, admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Sorted(maps.Keys(rep.Counts))
+			want := slices.Sorted(slices.Values(c.want))
+			if !slices.Equal(got, want) {
+				for _, v := range vs {
+					t.Logf("%s: %s %s", v.Invariant, v.Detail, v.Rows)
+				}
+				t.Fatalf("violated %v, want %v", got, want)
+			}
+			if rep.Violations != int64(len(vs)) || rep.Items < 9 || rep.Error != "" || !strings.Contains(rep.Notes, "chain edges") {
+				t.Fatalf("report %+v", rep)
+			}
+			for _, v := range vs {
+				if (strings.HasPrefix(v.Invariant, "row.") || strings.HasPrefix(v.Invariant, "birth.")) &&
+					(v.ItemID == nil || *v.ItemID != sc.item) {
+					t.Errorf("%s names item %v, want %d", v.Invariant, v.ItemID, sc.item)
+				}
+				if strings.Contains(string(v.Rows), "Zorblax") || strings.Contains(v.Detail, "garden") {
+					t.Errorf("a violation carries content: %s %s", v.Detail, v.Rows)
+				}
+			}
+			kept, kvs, err := f.db.IntegrityReportByID(ctx, f.nt.TenantID, rep.ID, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept.FinishedAt == nil || kept.Violations != rep.Violations || len(kvs) != len(vs) || !maps.Equal(kept.Counts, rep.Counts) {
+				t.Fatalf("kept report %+v with %d violations, ran %+v with %d", kept, len(kvs), rep, len(vs))
+			}
+			if _, _, err := f.db.IntegrityReportByID(ctx, base.nt.TenantID, rep.ID, 10); err == nil {
+				t.Fatal("another tenant read this tenant's report")
+			}
+		})
+	}
+}
+
+// sibling is another tenant in the same database, with its own engine.
+func (f *fixture) sibling(t *testing.T) *fixture {
+	t.Helper()
+	nt, err := f.db.CreateTenant(context.Background(), "acme "+t.Name(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &fixture{db: f.db, nt: nt, v1: f.v1, v2: f.v2}
+	s.eng = s.engine()
+	return s
+}
+
+// TestIntegrityWithoutArena: a check with no serving engine says so
+// instead of passing the arena silently.
+func TestIntegrityWithoutArena(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.say(t, f.eng, f.who(t, "alice", "c"), 7, 0, 3)
+	rep, vs, err := (&ops.Checker{St: f.db}).Check(context.Background(), f.nt.TenantID, store.Actor{Email: "cli"})
+	if err != nil || len(vs) != 0 {
+		t.Fatalf("%v %v", vs, err)
+	}
+	if !strings.Contains(rep.Notes, "arena not compared") {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+	list, err := f.db.IntegrityReports(context.Background(), f.nt.TenantID, 10)
+	if err != nil || len(list) != 1 || list[0].ID != rep.ID || list[0].Actor != "cli" {
+		t.Fatalf("reports %+v %v", list, err)
+	}
+}

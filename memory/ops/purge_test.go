@@ -1,0 +1,126 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/ops"
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// userState is every row that is about one memory user's memory, as text.
+func (f *fixture) userState(t *testing.T, userID int64) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT id || ':' || tau || ':' || novelty || ':' || born_clock || ':' || seq || ':' || body FROM items WHERE tenant_id = $1 AND user_id = $2 ORDER BY id`,
+		`SELECT r.item_id || ':' || r.dict_version || ':' || r.term_ids::text || ':' || r.length FROM retrieval_rows r
+			JOIN items i ON i.tenant_id = r.tenant_id AND i.id = r.item_id WHERE r.tenant_id = $1 AND i.user_id = $2 ORDER BY 1`,
+		`SELECT item_id || ':' || t_last || ':' || peak FROM activations WHERE tenant_id = $1 AND viewer_id = $2 ORDER BY 1`,
+		`SELECT item_id || ':' || clock || ':' || peak FROM reheats WHERE tenant_id = $1 AND viewer_id = $2 ORDER BY 1`,
+		`SELECT id || ':' || ext_key FROM conversations WHERE tenant_id = $1 AND user_id = $2 ORDER BY 1`,
+		`SELECT id || ':' || position FROM messages WHERE tenant_id = $1 AND user_id = $2 ORDER BY 1`,
+		`SELECT b.item_id || ':' || b.tau FROM item_births b JOIN items i ON i.tenant_id = b.tenant_id AND i.id = b.item_id
+			WHERE b.tenant_id = $1 AND i.user_id = $2 ORDER BY 1`,
+	} {
+		rows, err := f.db.Pool.Query(context.Background(), q, f.nt.TenantID, userID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(s + "\n")
+		}
+		rows.Close()
+		b.WriteString("--\n")
+	}
+	return b.String()
+}
+
+// TestPurgeReachesEveryProcess: alice is purged through the store while two
+// serving processes hold warm arenas (and a rollout keeps a second
+// version). Neither arena nor the store keeps a trace of her; bob's memory
+// is exactly what it was; the counts equal a recount; the audit entry says
+// how much, never what.
+func TestPurgeReachesEveryProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	other := f.engine()
+	alice := f.who(t, "alice", "a1")
+	alice2 := f.who(t, "alice", "a2")
+	bob := f.who(t, "bob", "b1")
+	aliceItems := append(f.say(t, f.eng, alice, 8, 0, 8), f.say(t, other, alice2, 9, 0, 4)...)
+	f.say(t, other, bob, 10, 0, 7)
+	if _, err := (&ops.Deriver{St: f.db}).Derive(ctx, f.nt.TenantID, 2, admin); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []memory.FrameQuery{
+		{Who: alice, Live: "garden tomatoes Zorblax", Now: time.Now()},
+		{Who: bob, Live: "garden tomatoes Zorblax", Now: time.Now()},
+	} {
+		for _, e := range []*memory.Engine{f.eng, other} {
+			if _, err := e.Frame(ctx, q); err != nil { // warm both arenas, leave reheats
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, e := range []*memory.Engine{f.eng, other} {
+		if a := f.snapshot(t, e); a.Count != 19 {
+			t.Fatalf("warm arena holds %d items, want 19", a.Count)
+		}
+	}
+	bobBefore := f.userState(t, bob.UserID)
+
+	id, rep, err := ops.PurgeByName(ctx, f.db, f.nt.TenantID, "alice", store.Actor{Email: "admin@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != alice.UserID || rep.Items != 12 || rep.Messages != 12 || rep.Conversations != 2 {
+		t.Fatalf("purge report %+v for user %d", rep, id)
+	}
+	for i, e := range []*memory.Engine{f.eng, other, f.engine()} {
+		a := f.snapshot(t, e)
+		for _, it := range aliceItems {
+			if _, ok := a.Items[it]; ok {
+				t.Fatalf("engine %d still holds alice's item %d", i, it)
+			}
+		}
+		if a.Count != 7 {
+			t.Fatalf("engine %d holds %d items after the purge, want bob's 7", i, a.Count)
+		}
+	}
+	if s := f.userState(t, alice.UserID); strings.Trim(s, "-\n") != "" {
+		t.Fatalf("alice's rows after the purge:\n%s", s)
+	}
+	if n := f.int64(t, `SELECT count(*) FROM retrieval_rows r WHERE r.tenant_id = $1 AND r.item_id = ANY($2)`, f.nt.TenantID, aliceItems); n != 0 {
+		t.Fatalf("%d of alice's rows left", n)
+	}
+	if got := f.userState(t, bob.UserID); got != bobBefore {
+		t.Fatalf("bob's memory changed:\n%s\n---\n%s", bobBefore, got)
+	}
+	f.mustBeClean(t, other) // counts of both versions equal their recount
+	f.mustBeClean(t, f.eng)
+
+	var detail, target, actor string
+	if err := f.db.Pool.QueryRow(ctx, `SELECT detail::text, target, actor_email FROM audit_log
+		WHERE tenant_id = $1 AND action = 'memory.purge'`, f.nt.TenantID).Scan(&detail, &target, &actor); err != nil {
+		t.Fatal(err)
+	}
+	if actor != "admin@example.com" || !strings.Contains(detail, `"items": 12`) || strings.Contains(detail, "garden") {
+		t.Fatalf("audit entry %s %s %s", actor, target, detail)
+	}
+	if _, _, err := ops.PurgeByName(ctx, f.db, f.nt.TenantID, "nobody", admin); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("purge of an unknown user: %v", err)
+	}
+	if n := f.int64(t, `SELECT count(*) FROM memory_users WHERE tenant_id = $1 AND name = 'nobody'`, f.nt.TenantID); n != 0 {
+		t.Fatal("looking a user up created it")
+	}
+}
