@@ -28,21 +28,18 @@ type ArenaEntry struct {
 // would, and reads it whole while no other catch-up can change it. The
 // integrity check compares it with the store's rows at the same watermark.
 func (e *Engine) ArenaSnapshot(ctx context.Context, tenantID int64) (ArenaState, error) {
-	r, err := e.res.current(ctx, tenantID)
-	if err != nil {
-		return ArenaState{}, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st := ArenaState{DictVersion: r.dict, Watermark: r.watermark, Items: make(map[int64]ArenaEntry, r.arena.Len())}
-	r.arena.Each(func(_ int, it arena.Item) bool {
-		d := arena.ItemDigest(it)
-		st.Items[it.ID] = ArenaEntry{Seq: it.Seq, Digest: d}
-		st.Count++
-		st.Digest += d
-		return true
+	var st ArenaState
+	err := e.res.locked(ctx, tenantID, func(r view) {
+		st = ArenaState{DictVersion: r.dict, Watermark: r.watermark, Items: make(map[int64]ArenaEntry, r.arena.Len())}
+		r.arena.Each(func(_ int, it arena.Item) bool {
+			d := arena.ItemDigest(it)
+			st.Items[it.ID] = ArenaEntry{Seq: it.Seq, Digest: d}
+			st.Count++
+			st.Digest += d
+			return true
+		})
 	})
-	return st, nil
+	return st, err
 }
 
 // DeriveRow is an item's retrieval row under one dictionary, derived from

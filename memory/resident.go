@@ -47,45 +47,70 @@ func (rs *residents) get(tenantID int64) *resident {
 	return r
 }
 
+// view is what one scan uses: an arena and the dictionary version its rows
+// come from, read together, so a request never pairs one version's query
+// terms with another version's arena.
+type view struct {
+	arena     *arena.Arena
+	dict      int
+	watermark int64
+}
+
 // current returns the tenant's arena after catching it up with everything
 // committed so far: new items, purges and dictionary flips, including those
-// made by other processes. A cold arena loads the whole tenant.
-func (rs *residents) current(ctx context.Context, tenantID int64) (*resident, error) {
+// made by other processes. A cold arena loads the whole tenant. A flip loads
+// the new version into a fresh arena and swaps it in whole: scans still
+// running on the old one finish on a complete arena of the old version.
+func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) {
 	r := rs.get(tenantID)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	head, err := rs.st.ReadHead(ctx, tenantID)
 	if err != nil {
-		return nil, err
+		return view{}, err
 	}
 	if head.Seq == r.watermark && head.DictVersion == r.dict {
-		return r, nil
+		return r.view(), nil
 	}
+	target, watermark := r.arena, r.watermark
 	if head.DictVersion != r.dict && r.dict != 0 {
-		r.arena.Reset()
-		r.watermark = 0
+		target, watermark = arena.New(rs.opts), 0
 	}
 	for {
-		cu, err := rs.st.ReadCatchUp(ctx, tenantID, r.watermark, head.DictVersion)
+		cu, err := rs.st.ReadCatchUp(ctx, tenantID, watermark, head.DictVersion)
 		if err != nil {
-			return nil, err
+			return view{}, err
 		}
 		if cu.Head.DictVersion != head.DictVersion {
 			// A flip landed between the two reads: start over under the new version.
 			head = cu.Head
-			r.arena.Reset()
-			r.watermark = 0
+			target, watermark = arena.New(rs.opts), 0
 			continue
 		}
-		r.apply(cu)
-		r.dict = head.DictVersion
-		return r, nil
+		apply(target, cu)
+		r.arena, r.watermark, r.dict = target, cu.Head.Seq, head.DictVersion
+		return r.view(), nil
 	}
 }
 
+// locked catches the tenant up and runs fn while no other catch-up can
+// change the arena, for readers that need it to stand still (integrity).
+func (rs *residents) locked(ctx context.Context, tenantID int64, fn func(v view)) error {
+	if _, err := rs.current(ctx, tenantID); err != nil {
+		return err
+	}
+	r := rs.get(tenantID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fn(r.view())
+	return nil
+}
+
+func (r *resident) view() view { return view{arena: r.arena, dict: r.dict, watermark: r.watermark} }
+
 // apply merges new items and log events in log order: a purge removes what
 // its user had before it, never what they stored after.
-func (r *resident) apply(cu store.CatchUp) {
+func apply(a *arena.Arena, cu store.CatchUp) {
 	items := cu.Items
 	flush := func(upTo int64) {
 		n := 0
@@ -99,17 +124,16 @@ func (r *resident) apply(cu store.CatchUp) {
 		for i, it := range items[:n] {
 			batch[i] = toArenaItem(it)
 		}
-		r.arena.Add(batch...)
+		a.Add(batch...)
 		items = items[n:]
 	}
 	for _, ev := range cu.Events {
 		flush(ev.Seq)
 		if ev.Kind == "purge" && ev.UserID != nil {
-			r.arena.RemoveUser(*ev.UserID)
+			a.RemoveUser(*ev.UserID)
 		}
 	}
 	flush(cu.Head.Seq + 1)
-	r.watermark = cu.Head.Seq
 }
 
 func toArenaItem(it store.ArenaItem) arena.Item {

@@ -58,9 +58,13 @@ type NewTenant struct {
 
 const (
 	insertTenantSQL = `INSERT INTO tenants (name) VALUES ($1) RETURNING id`
-	insertHeadSQL   = `INSERT INTO tenant_heads (tenant_id) VALUES ($1)`
-	insertUserSQL   = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $3) RETURNING id`
-	insertKeySQL    = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING id`
+	// A new tenant serves the dictionary most tenants serve: after a global
+	// flip that is the new version, after a one-tenant trial the old one.
+	insertHeadSQL = `INSERT INTO tenant_heads (tenant_id, dict_version)
+		VALUES ($1, COALESCE((SELECT dict_version FROM tenant_heads GROUP BY dict_version
+			ORDER BY count(*) DESC, dict_version DESC LIMIT 1), 1))`
+	insertUserSQL = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $3) RETURNING id`
+	insertKeySQL  = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING id`
 )
 
 // CreateTenant creates a tenant, its first memory user and its first API key,
