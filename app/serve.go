@@ -68,6 +68,9 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	ec.HideBanner, ec.HidePort = true, true
 	ec.HTTPErrorHandler = errorHandler(ec, log)
 	ec.Use(middleware.Recover())
+	met := newMetrics(eng)
+	ec.Use(met.middleware)
+	ec.GET("/metrics", met.handler())
 	px.Register(ec)
 	mountImport(ec, importer.New(db, eng), px.Identify, cfg.MaxBodyBytes)
 	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })

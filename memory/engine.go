@@ -149,6 +149,7 @@ func Fingerprint(role string, position int, text string) []byte {
 
 // Capture stores one message whole, or nothing.
 func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error) {
+	defer func(start time.Time) { e.observer().Duration("capture", time.Since(start)) }(time.Now())
 	if m.Role != "user" && m.Role != "assistant" {
 		return store.Captured{}, fmt.Errorf("capture: role %q", m.Role)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -35,6 +36,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	var hits []arena.Hit
 	if len(terms) > 0 {
 		aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}
+		scan := time.Now()
 		hits = r.arena.Search(aq)
 		if e.opt.Expansion.terms > 0 {
 			aq.Terms, aq.Weights = e.opt.Expansion.expand(r.arena, terms, hits)
@@ -42,6 +44,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 				hits = r.arena.Search(aq)
 			}
 		}
+		e.observer().Duration("scan", time.Since(scan))
 	}
 	in, err := e.store.ReadFrameInputs(ctx, q.TenantID, q.UserID, q.ConversationID, horizon(e.opt.BaseTau*maxTauFactor), e.opt.Recent)
 	if err != nil {
@@ -63,10 +66,13 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		}
 	}
 	cands := e.candidates(q, hits, nbs, in)
+	render := time.Now()
 	f, shown, err := e.fit(ctx, q, cands, budget)
 	if err != nil {
 		return Frame{}, err
 	}
+	e.observer().Duration("render", time.Since(render))
+	e.observer().FrameTokens(f.Tokens)
 	f.Retrieved = hitIDs(hits)
 	for id := range shown {
 		f.Shown = append(f.Shown, id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -22,6 +23,7 @@ type residents struct {
 	mu   sync.Mutex
 	by   map[int64]*resident
 	warm atomic.Bool // every tenant known at start is loaded
+	obs  Observer    // set before serving; nil means none
 }
 
 // resident is one tenant's arena and how far it has read the tenant's log.
@@ -72,6 +74,8 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 	if head.Seq == r.watermark && head.DictVersion == r.dict {
 		return r.view(), nil
 	}
+	start := time.Now()
+	defer func() { rs.observe("catchup", time.Since(start)) }()
 	target, watermark := r.arena, r.watermark
 	if head.DictVersion != r.dict && r.dict != 0 {
 		target, watermark = arena.New(rs.opts), 0
@@ -104,6 +108,12 @@ func (rs *residents) locked(ctx context.Context, tenantID int64, fn func(v view)
 	defer r.mu.Unlock()
 	fn(r.view())
 	return nil
+}
+
+func (rs *residents) observe(stage string, d time.Duration) {
+	if rs.obs != nil {
+		rs.obs.Duration(stage, d)
+	}
 }
 
 func (r *resident) view() view { return view{arena: r.arena, dict: r.dict, watermark: r.watermark} }
