@@ -52,8 +52,10 @@ func newMetrics(eng *memory.Engine) *metrics {
 	return m
 }
 
-func (m *metrics) Duration(stage string, d time.Duration) { m.stages.WithLabelValues(stage).Observe(d.Seconds()) }
-func (m *metrics) FrameTokens(n int)                      { m.frameToks.Observe(float64(n)) }
+func (m *metrics) Duration(stage string, d time.Duration) {
+	m.stages.WithLabelValues(stage).Observe(d.Seconds())
+}
+func (m *metrics) FrameTokens(n int) { m.frameToks.Observe(float64(n)) }
 
 // middleware counts every request by its route template (never the raw
 // path: keys travel in proxy paths and must not become label values).
