@@ -1,6 +1,7 @@
 package app
 
 import (
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -81,6 +82,24 @@ func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		m.requests.WithLabelValues(route, c.Request().Method, dialect, strconv.Itoa(status)).Inc()
 		m.latency.WithLabelValues(route, dialect).Observe(time.Since(start).Seconds())
 		return err
+	}
+}
+
+// accessLog writes one structured line per request. It logs the route
+// template and never the raw path or headers, where keys travel.
+func accessLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			status := c.Response().Status
+			if err != nil && !c.Response().Committed {
+				status = 0 // written by the error handler after this line
+			}
+			log.Info("request", "request_id", c.Get("perpetuity.request_id"), "method", c.Request().Method,
+				"route", c.Path(), "status", status, "ms", float64(time.Since(start).Microseconds())/1000, "failed", err != nil)
+			return err
+		}
 	}
 }
 

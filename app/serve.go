@@ -69,7 +69,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	ec.HTTPErrorHandler = errorHandler(ec, log)
 	ec.Use(middleware.Recover())
 	met := newMetrics(eng)
-	ec.Use(met.middleware)
+	ec.Use(met.middleware, accessLog(log))
 	ec.GET("/metrics", met.handler())
 	px.Register(ec)
 	mountImport(ec, importer.New(db, eng), px.Identify, cfg.MaxBodyBytes)
