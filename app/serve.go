@@ -54,6 +54,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 		return err
 	}
 	defer db.Close()
+	warnDurability(ctx, db, log)
 	eng, err := newEngine(ctx, cfg, db)
 	if err != nil {
 		return err
@@ -191,5 +192,21 @@ func readyz(db *store.DB, eng *memory.Engine) echo.HandlerFunc {
 			status = http.StatusServiceUnavailable
 		}
 		return c.JSON(status, checks)
+	}
+}
+
+// warnDurability says loudly when the database may lose acknowledged
+// commits: memory acknowledged to a client must survive a crash.
+func warnDurability(ctx context.Context, db *store.DB, log *slog.Logger) {
+	for _, setting := range []string{"fsync", "synchronous_commit"} {
+		var v string
+		if err := db.Pool.QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&v); err != nil {
+			log.Warn("could not read a durability setting", "setting", setting, "err", err)
+			continue
+		}
+		if v == "off" {
+			log.Error("DURABILITY WARNING: PostgreSQL runs with "+setting+"=off; captured turns acknowledged to clients can be lost in a crash",
+				"setting", setting, "value", v)
+		}
 	}
 }
