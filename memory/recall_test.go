@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -215,5 +216,76 @@ func TestDevSetRecall(t *testing.T) {
 				t.Errorf("recall @2000 regressed: %.3f", fig.recall)
 			}
 		}
+	}
+}
+
+// toolReach measures, for evidence a frame of the given budget missed, how
+// much each memory tool reaches when called once by a model that knows
+// nothing more than the question: memory_reopen (the turn's trimmed
+// retrieval), memory_search (the question as the query) and memory_chain
+// (three turns around each shown item).
+func toolReach(t *testing.T, eng *memory.Engine, qs []recallQ, budget int) (missed int, reach map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	reach = map[string]int{}
+	for _, q := range qs {
+		fq := memory.FrameQuery{Who: q.who, Live: q.question, Probe: true, Budget: budget, Now: now, Tools: true}
+		fr, err := eng.Frame(ctx, fq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, tr := range fr.Turns {
+			b.WriteString(tr.Text)
+		}
+		var lost []string
+		for _, ev := range q.evidence {
+			if !strings.Contains(b.String(), ev) {
+				lost = append(lost, ev)
+			}
+		}
+		if len(lost) == 0 {
+			continue
+		}
+		missed += len(lost)
+		args, _ := json.Marshal(map[string]any{"query": q.question, "limit": 20})
+		calls := map[string][]json.RawMessage{
+			memory.ToolReopen: {json.RawMessage(`{"limit":100}`)},
+			memory.ToolSearch: {args},
+		}
+		for _, id := range fr.Shown {
+			calls[memory.ToolChain] = append(calls[memory.ToolChain], json.RawMessage(fmt.Sprintf(`{"item":%d,"depth":3}`, id)))
+		}
+		for tool, argList := range calls {
+			st := memory.NewToolState(fq, fr) // each tool measured alone
+			var out strings.Builder
+			for _, a := range argList {
+				res, err := eng.RunTool(ctx, st, tool, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out.WriteString(res)
+			}
+			for _, ev := range lost {
+				if strings.Contains(out.String(), ev) {
+					reach[tool]++
+				}
+			}
+		}
+	}
+	return missed, reach
+}
+
+// TestDevSetToolReach: the tools reach evidence the 2000-token frame left
+// out; memory_reopen in particular must bring back a good share of it.
+func TestDevSetToolReach(t *testing.T) {
+	t.Parallel()
+	eng, qs := loadDevSet(t)
+	missed, reach := toolReach(t, eng, qs, 2000)
+	t.Logf("evidence turns missed by the @2000 frame: %d; reached by memory_reopen %d, memory_search %d, memory_chain %d",
+		missed, reach[memory.ToolReopen], reach[memory.ToolSearch], reach[memory.ToolChain])
+	if missed == 0 || float64(reach[memory.ToolReopen]) < 0.15*float64(missed) || float64(reach[memory.ToolChain]) < 0.3*float64(missed) {
+		t.Fatalf("memory_reopen reaches %d of %d missed evidence turns", reach[memory.ToolReopen], missed)
 	}
 }
