@@ -25,6 +25,7 @@ type Config struct {
 	MaxBodyBytes      int64            // PERPETUITY_MAX_BODY_BYTES
 	CaptureTimeout    time.Duration    // PERPETUITY_CAPTURE_TIMEOUT
 	FrameCeiling      int              // PERPETUITY_FRAME_CEILING
+	ToolRounds        int              // PERPETUITY_TOOL_ROUNDS
 }
 
 type envVar struct {
@@ -45,6 +46,7 @@ var envVars = []envVar{
 	{"PERPETUITY_MAX_BODY_BYTES", "33554432", "Largest accepted request body in bytes."},
 	{"PERPETUITY_CAPTURE_TIMEOUT", "10s", "How long a capture may take, independent of the client connection."},
 	{"PERPETUITY_FRAME_CEILING", "8000", "Most tokens a memory frame may take."},
+	{"PERPETUITY_TOOL_ROUNDS", "3", "Most provider calls one request may take when the model uses the memory tools; the last must answer. 1 turns the tools off."},
 }
 
 // LoadConfig reads the configuration through getenv and validates it; an
@@ -115,5 +117,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PERPETUITY_FRAME_CEILING: want a whole number of tokens >= 256")
 	}
 	c.FrameCeiling = fc
+	tr, err := strconv.Atoi(get("PERPETUITY_TOOL_ROUNDS"))
+	if err != nil || tr < 1 || tr > 10 {
+		return c, fmt.Errorf("PERPETUITY_TOOL_ROUNDS: want a whole number from 1 to 10")
+	}
+	c.ToolRounds = tr
 	return c, nil
 }

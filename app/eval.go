@@ -405,6 +405,9 @@ func ask(ctx context.Context, client *http.Client, url string, i int, p *probe) 
 	h.Set("Content-Type", "application/json")
 	h.Set("Authorization", "Bearer sk-eval-fake")
 	h.Set(proxy.HeaderMode, "probe")
+	// The frame is measured on its own: with the tools on, labels carry
+	// turn ids and the upstream request carries tool definitions.
+	h.Set(proxy.HeaderTools, "off")
 	h.Set(proxy.HeaderUser, p.sample)
 	// One empty conversation per user to ask from, so probes do not each
 	// leave a conversation row behind.

@@ -61,7 +61,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	}
 	px := proxy.New(proxy.Config{
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
-		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams,
+		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams, ToolRounds: cfg.ToolRounds,
 		MaxBodyBytes: cfg.MaxBodyBytes, CaptureTimeout: cfg.CaptureTimeout, FrameCeiling: cfg.FrameCeiling,
 	}, db, eng, log)
 

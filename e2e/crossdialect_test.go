@@ -149,7 +149,7 @@ func TestOpenAISDKToAnthropic(t *testing.T) {
 			}
 			n := len(second.Messages)
 			if second.Model != "claude-sonnet-4-5" || second.MaxTokens == 0 || !strings.Contains(string(second.System), "careful assistant") ||
-				len(second.Tools) != 1 || second.Tools[0].Name != "get_weather" || n < 3 {
+				len(second.Tools) != 5 || second.Tools[0].Name != "get_weather" || second.Tools[1].Name != "memory_search" || n < 3 {
 				t.Fatalf("second request %s", reqs[1].Body)
 			}
 			for i := range second.Messages {
@@ -239,7 +239,7 @@ func TestAnthropicSDKToOpenAI(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := len(second.Messages)
-			if second.Model != "gpt-4o-mini" || n < 4 || second.Messages[0].Role != "system" || len(second.Tools) != 1 || second.Tools[0].Function.Name != "get_weather" {
+			if second.Model != "gpt-4o-mini" || n < 4 || second.Messages[0].Role != "system" || len(second.Tools) != 5 || second.Tools[0].Function.Name != "get_weather" || second.Tools[1].Function.Name != "memory_search" {
 				t.Fatalf("second request %s", reqs[1].Body)
 			}
 			asst, res := second.Messages[n-2], second.Messages[n-1]

@@ -28,6 +28,7 @@ const (
 		`{"role":"assistant","content":[{"type":"text","text":"HARNESS COPY THAT WAS NEVER SAID"}]},` +
 		`{"role":"user","content":[{"type":"text","text":"What is my cat called?"}]}]%s}`
 	chatHeader     = "Authorization: Bearer sk-ant-api03-secret"
+	toolsOff       = HeaderTools + ": off"
 	messagesHeader = "X-Api-Key: sk-proj-secret"
 )
 
@@ -81,7 +82,9 @@ func TestCrossDialect(t *testing.T) {
 				up = tp.openai
 			}
 			up.Script(c.reply)
-			status, h, body := tp.post(c.path, c.body, c.header)
+			// The goldens pin the crossing itself; tools.go's tests pin what
+			// the memory tools add.
+			status, h, body := tp.post(c.path, c.body, c.header, toolsOff)
 			if status != http.StatusOK {
 				t.Fatalf("status %d: %s", status, body)
 			}
@@ -152,7 +155,7 @@ func TestCrossDialectToolExchange(t *testing.T) {
 			`{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_01Weather","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
 			`{"role":"tool","tool_call_id":"toolu_01Weather","content":"sunny, 24C"}],` +
 			`"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`
-		status, _, out := tp.post("/v1/chat/completions", body, chatHeader)
+		status, _, out := tp.post("/v1/chat/completions", body, chatHeader, toolsOff)
 		if status != 200 || !strings.Contains(out, "Sunny in Paris.") {
 			t.Fatalf("%d %s", status, out)
 		}
@@ -198,7 +201,7 @@ func TestCrossDialectToolExchange(t *testing.T) {
 			`{"role":"assistant","content":[{"type":"tool_use","id":"call_abc","name":"get_weather","input":{"city":"Paris"}}]},` +
 			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_abc","content":"sunny, 24C"},{"type":"text","text":"<reminder>be brief</reminder>"}]}],` +
 			`"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`
-		status, _, out := tp.post("/v1/messages", body, messagesHeader)
+		status, _, out := tp.post("/v1/messages", body, messagesHeader, toolsOff)
 		if status != 200 || !strings.Contains(out, "Sunny in Paris.") {
 			t.Fatalf("%d %s", status, out)
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,6 +133,11 @@ func ErrorBody(d Dialect, err error) (int, []byte) {
 // the response has already started streaming.
 func StreamErrorEvent(d Dialect, err error) []byte {
 	_, body := ErrorBody(d, err)
+	// A relayed provider body may be pretty-printed; one data line it is.
+	var c bytes.Buffer
+	if json.Compact(&c, body) == nil {
+		body = c.Bytes()
+	}
 	switch d {
 	case AnthropicMessages:
 		return []byte("event: error\ndata: " + string(body) + "\n\n")

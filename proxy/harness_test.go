@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -74,9 +75,12 @@ func (d *fakeDirectory) Records() []store.RequestRecord {
 // position and text, is stored once) and renders the frame as a fixed
 // recollection followed by the conversation's stored turns.
 type fakeMemory struct {
-	mu     sync.Mutex
-	msgs   []memory.Message
-	recall []memory.Turn
+	mu        sync.Mutex
+	msgs      []memory.Message
+	recall    []memory.Turn
+	toolCalls []string
+	// lastQuery is the last frame query, to check what the pipeline asked.
+	lastQuery memory.FrameQuery
 }
 
 // recollection is what the fake memory puts at the head of every frame.
@@ -102,6 +106,7 @@ func (m *fakeMemory) Capture(_ context.Context, msg memory.Message) (store.Captu
 func (m *fakeMemory) Frame(_ context.Context, q memory.FrameQuery) (memory.Frame, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.lastQuery = q
 	turns := append([]memory.Turn(nil), m.recall...)
 	for _, msg := range m.msgs {
 		if msg.ConversationID == q.ConversationID {
@@ -112,6 +117,24 @@ func (m *fakeMemory) Frame(_ context.Context, q memory.FrameQuery) (memory.Frame
 		turns = append(turns, memory.Turn{Role: "user", Text: q.Live})
 	}
 	return memory.Frame{Turns: turns, Items: len(turns), Tokens: 10 * len(turns)}, nil
+}
+
+// RunTool answers every memory call with a result naming it, and keeps the
+// calls; the frame's tool state must come along.
+func (m *fakeMemory) RunTool(_ context.Context, st *memory.ToolState, name string, args json.RawMessage) (string, error) {
+	if st == nil || !memory.IsTool(name) {
+		return "", fmt.Errorf("fake memory: call %q without a tool state", name)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.toolCalls = append(m.toolCalls, name+" "+string(args))
+	return fmt.Sprintf("%s found: [memory] ada's cat Miso is grey (call %d)", name, len(m.toolCalls)), nil
+}
+
+func (m *fakeMemory) ToolCalls() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.toolCalls...)
 }
 
 func (m *fakeMemory) Stored() []memory.Message {

@@ -65,6 +65,8 @@ type turn struct {
 	start    time.Time
 	rid      string
 	liveText string
+	// loop runs the memory tools; nil when they are off for this turn.
+	loop *toolLoop
 }
 
 func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
@@ -111,11 +113,14 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		var q memory.FrameQuery
 		if t.sw.recall && t.in.live >= 0 && !t.in.stateful {
-			f, err := p.mem.Frame(ctx, memory.FrameQuery{
+			q = memory.FrameQuery{
 				Who: t.who, Live: t.liveText, LiveStored: live != nil, LiveItems: liveItems(live),
-				Ceiling: p.cfg.FrameCeiling, Budget: t.sw.budget, Probe: t.sw.probe || !t.sw.capture, Now: time.Now(),
-			})
+				Ceiling: p.cfg.FrameCeiling, Budget: t.sw.budget, Probe: t.sw.probe || !t.sw.capture,
+				Tools: p.toolsFor(t), Now: time.Now(),
+			}
+			f, err := p.mem.Frame(ctx, q)
 			if err != nil {
 				return fmt.Errorf("frame: %w", err)
 			}
@@ -128,6 +133,11 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		out, err := t.up.requestBody(t.in, t.frame)
 		if err != nil {
 			return err
+		}
+		if q.Tools && t.frame != nil {
+			if t.loop, out, err = p.offer(q, *t.frame, t.up.dialect, out); err != nil {
+				return err
+			}
 		}
 		reply, err := p.forward(c, t, out)
 		status := responseStatus(c, err)

@@ -10,13 +10,16 @@
 // the inbound dialect and translate the result (proxy/translate); replies
 // are translated back event by event, while capture follows the provider's
 // own events. The Responses API goes to OpenAI-compatible upstreams only
-// (responses.go).
+// (responses.go). The memory tools run inside the reply, in the provider's
+// dialect, over as many provider calls as the model needs within a bound
+// (tools.go); the harness sees one reply.
 package proxy
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,6 +38,9 @@ import (
 type Memory interface {
 	Capture(ctx context.Context, m memory.Message) (store.Captured, error)
 	Frame(ctx context.Context, q memory.FrameQuery) (memory.Frame, error)
+	// RunTool runs one memory tool call of the turn whose frame st was
+	// started from; bad arguments come back as result text.
+	RunTool(ctx context.Context, st *memory.ToolState, name string, args json.RawMessage) (string, error)
 }
 
 // Config is the proxy's share of the service configuration.
@@ -48,6 +54,10 @@ type Config struct {
 	MaxBodyBytes   int64
 	CaptureTimeout time.Duration
 	FrameCeiling   int
+	// ToolRounds bounds the provider calls of one request when the model
+	// uses the memory tools; the last must answer. 0 means 3; 1 turns the
+	// tools off.
+	ToolRounds int
 }
 
 // Proxy serves the provider-shaped routes.

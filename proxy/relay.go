@@ -18,31 +18,12 @@ import (
 const maxUpstreamBody = 64 << 20
 
 // forward sends the rendered request and relays the reply, returning what
-// the provider said for capture.
+// the provider said for capture. With memory tools on, the reply may take
+// several rounds (tools.go); the client sees one.
 func (p *Proxy) forward(c echo.Context, t *turn, body []byte) (reply, error) {
-	ctx := c.Request().Context()
-	up, err := http.NewRequestWithContext(ctx, http.MethodPost, t.up.url, bytes.NewReader(body))
-	if err != nil {
-		return reply{}, fmt.Errorf("build upstream request: %w", err)
-	}
-	up.Header = t.up.header.Clone()
-	resp, err := p.client.Do(up)
-	if err != nil {
-		if ctx.Err() != nil {
-			return reply{interrupted: true}, nil // the client left before the provider answered
-		}
-		return reply{}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider unreachable: " + redactURL(err)}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		copyResponseHeaders(c.Response().Header(), resp.Header)
-		status := resp.StatusCode
-		if t.up.errorBody != nil {
-			status, b = t.up.errorBody(status, b)
-		}
-		return reply{}, &APIError{Status: status, Kind: UpstreamError, Message: "provider error", Body: b,
-			RetryAfter: resp.Header.Get("Retry-After")}
+	resp, r, err := p.send(c, t, body)
+	if resp == nil {
+		return r, err
 	}
 	if isEventStream(resp.Header.Get("Content-Type")) {
 		return p.relayStream(c, t, resp)
@@ -50,16 +31,93 @@ func (p *Proxy) forward(c echo.Context, t *turn, body []byte) (reply, error) {
 	return p.relayBody(c, t, resp)
 }
 
-func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, error) {
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+// send posts one round's request. Without a response it returns what the
+// pipeline should: the client left (an interrupted reply, no error), or
+// the provider could not be reached or answered with an error, which is
+// turned into the client's dialect.
+func (p *Proxy) send(c echo.Context, t *turn, body []byte) (*http.Response, reply, error) {
+	ctx := c.Request().Context()
+	up, err := http.NewRequestWithContext(ctx, http.MethodPost, t.up.url, bytes.NewReader(body))
 	if err != nil {
-		if c.Request().Context().Err() != nil {
-			return reply{interrupted: true}, nil
+		return nil, reply{}, fmt.Errorf("build upstream request: %w", err)
+	}
+	up.Header = t.up.header.Clone()
+	resp, err := p.client.Do(up)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, reply{interrupted: true}, nil // the client left before the provider answered
 		}
-		return reply{}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider reply cut short"}
+		return nil, reply{}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider unreachable: " + redactURL(err)}
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if !c.Response().Committed {
+			// A later round's error comes in band, in the stream's own type.
+			copyResponseHeaders(c.Response().Header(), resp.Header)
+		}
+		status := resp.StatusCode
+		if t.up.errorBody != nil {
+			status, b = t.up.errorBody(status, b)
+		}
+		return nil, reply{}, &APIError{Status: status, Kind: UpstreamError, Message: "provider error", Body: b,
+			RetryAfter: resp.Header.Get("Retry-After")}
+	}
+	return resp, reply{}, nil
+}
+
+// relayBody relays a non-streamed reply. With memory tools, each round's
+// reply is read for memory calls; the rounds are merged into one reply.
+func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, error) {
+	ctx := c.Request().Context()
+	var bodies [][]byte
+	merge := false
+	for {
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+		resp.Body.Close()
+		if err != nil {
+			if ctx.Err() != nil {
+				return reply{interrupted: true}, nil
+			}
+			return reply{}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider reply cut short"}
+		}
+		bodies = append(bodies, b)
+		if t.loop == nil {
+			break
+		}
+		calls, stop, asst, err := roundOf(t.up.dialect, b)
+		if err != nil {
+			break // not a reply the loop can read: relayed as it came
+		}
+		if !t.loop.continues(calls, stop) {
+			merge = len(bodies) > 1 || hasMemory(calls)
+			break
+		}
+		next, err := t.loop.next(asst, calls, p.runTools(ctx, t, calls))
+		if err != nil {
+			return reply{}, fmt.Errorf("memory tools: %w", err)
+		}
+		var r reply
+		if resp, r, err = p.send(c, t, next); resp == nil {
+			return r, err
+		}
+		if isEventStream(resp.Header.Get("Content-Type")) {
+			resp.Body.Close()
+			return reply{}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider streamed a reply that was asked for whole"}
+		}
+	}
+	b := bodies[len(bodies)-1]
+	if merge {
+		m, err := mergeRounds(t.up.dialect, bodies)
+		if err != nil {
+			p.log.Warn("memory tool rounds could not be merged", "request_id", t.rid, "provider", t.up.provider, "err", err)
+			return reply{interrupted: true}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider reply could not be read"}
+		}
+		b = m
 	}
 	r := reply{text: replyText(t.up.dialect, b), usage: readUsage(b)}
 	out := b
+	var err error
 	if t.up.response != nil {
 		if out, err = t.up.response(b); err != nil {
 			p.log.Warn("provider reply could not be translated", "request_id", t.rid, "provider", t.up.provider, "err", err)
@@ -69,7 +127,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 	}
 	res := c.Response()
 	copyResponseHeaders(res.Header(), resp.Header)
-	if t.up.response != nil {
+	if t.up.response != nil || merge {
 		res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	}
 	res.Header().Set("Content-Length", strconv.Itoa(len(out)))
@@ -84,60 +142,91 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 // its terminator, or with an in-band error, is an error for the client and
 // a flagged capture, never a clean end. Errors returned after the response
 // started reach the client as the dialect's in-band error event (WriteError).
+//
+// With memory tools, a stitcher makes one stream of the rounds (stitch.go);
+// capture follows the stitched events, which are what the harness got.
 func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply, error) {
+	defer func() {
+		if resp != nil { // a later round's send may have failed
+			resp.Body.Close()
+		}
+	}()
+	ctx := c.Request().Context()
 	res := c.Response()
 	h := res.Header()
 	copyResponseHeaders(h, resp.Header)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	var ts translate.Stream
+	rl := &relayer{p: p, t: t, res: res, acc: newAccumulator(t.up.dialect)}
 	if t.up.stream != nil {
-		ts = t.up.stream()
+		rl.ts = t.up.stream()
 		h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
 	}
 	res.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(res)
-	_ = rc.SetWriteDeadline(noDeadline) // streams outlive any server timeout
-	if err := rc.Flush(); err != nil {
+	rl.rc = http.NewResponseController(res)
+	_ = rl.rc.SetWriteDeadline(noDeadline) // streams outlive any server timeout
+	if err := rl.rc.Flush(); err != nil {
 		return reply{interrupted: true}, nil
 	}
-	acc := newAccumulator(t.up.dialect)
+	var st stitcher
+	if t.loop != nil {
+		st = newStitcher(t.loop)
+	}
+	acc := rl.acc
 	rd := sse.NewReader(resp.Body)
 	for {
 		ev, err := rd.Next()
+		// A round that called memory ends at its terminator (or its end):
+		// the calls run and the next round's events follow on.
+		if st != nil && st.continuing() && (errors.Is(err, io.EOF) || err == nil && isTerminator(t.up.dialect, ev)) {
+			calls := st.calls()
+			next, err := t.loop.next(st.assistant(), calls, p.runTools(ctx, t, calls))
+			if err != nil {
+				return acc.reply(true), fmt.Errorf("memory tools: %w", err)
+			}
+			resp.Body.Close()
+			if resp, _, err = p.send(c, t, next); resp == nil {
+				return acc.reply(true), err
+			}
+			if !isEventStream(resp.Header.Get("Content-Type")) {
+				return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider answered a streamed request whole"}
+			}
+			st.nextRound()
+			rd = sse.NewReader(resp.Body)
+			continue
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			if c.Request().Context().Err() != nil {
+			if ctx.Err() != nil {
 				return acc.reply(true), nil
 			}
 			return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream broke off before its end"}
 		}
-		acc.add(ev)
-		if acc.ended && !acc.done {
-			// A terminator without a stop is no clean end: the client gets
-			// the error below instead of the terminator.
+		evs := []sse.Event{ev}
+		if st != nil {
+			evs = st.push(ev)
+		}
+		if brk, gone, err := rl.relay(evs); err != nil || gone {
+			return acc.reply(true), err
+		} else if brk {
 			break
 		}
-		out := []sse.Event{ev}
-		if ts != nil {
-			if out, err = ts.Push(ev); err != nil {
-				p.log.Warn("provider stream event could not be translated", "request_id", t.rid, "provider", t.up.provider, "err", err)
-				return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider sent a malformed stream event"}
-			}
-		}
-		if !writeEvents(res, rc, out) {
-			return acc.reply(true), nil
+	}
+	if st != nil {
+		// A stream that broke off still shows what it held.
+		if _, gone, err := rl.relay(st.flush()); err != nil || gone {
+			return acc.reply(true), err
 		}
 	}
-	if ts != nil && acc.done {
-		out, err := ts.End()
+	if rl.ts != nil && acc.done {
+		out, err := rl.ts.End()
 		if err != nil {
 			p.log.Warn("translated stream did not end cleanly", "request_id", t.rid, "provider", t.up.provider, "err", err)
 			return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream could not be translated to its end"}
 		}
-		if !writeEvents(res, rc, out) {
+		if !writeEvents(res, rl.rc, out) {
 			return acc.reply(true), nil
 		}
 	}
@@ -150,6 +239,48 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 		return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream ended without its terminator"}
 	}
 	return acc.reply(false), nil
+}
+
+// relayer writes a stream's events to the client, translated when the
+// dialects differ, while the accumulator follows them.
+type relayer struct {
+	p   *Proxy
+	t   *turn
+	res *echo.Response
+	rc  *http.ResponseController
+	ts  translate.Stream
+	acc *accumulator
+}
+
+// relay reports brk when a terminator came without a stop (the client
+// gets an error instead of it), gone when the client left, and an error
+// for an event that could not be translated.
+func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
+	for _, ev := range evs {
+		rl.acc.add(ev)
+		if rl.acc.ended && !rl.acc.done {
+			return true, false, nil
+		}
+		out := []sse.Event{ev}
+		if rl.ts != nil {
+			if out, err = rl.ts.Push(ev); err != nil {
+				rl.p.log.Warn("provider stream event could not be translated", "request_id", rl.t.rid, "provider", rl.t.up.provider, "err", err)
+				return false, false, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider sent a malformed stream event"}
+			}
+		}
+		if !writeEvents(rl.res, rl.rc, out) {
+			return false, true, nil
+		}
+	}
+	return false, false, nil
+}
+
+// isTerminator tells the provider's last event of a stream.
+func isTerminator(d Dialect, ev sse.Event) bool {
+	if d == AnthropicMessages {
+		return ev.Event == "message_stop"
+	}
+	return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))
 }
 
 // writeEvents writes and flushes events; false means the client is gone.
