@@ -88,7 +88,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	console, err := web.New(web.Config{
 		PublicURL:     cfg.PublicURL,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
-	}, db, nil, log)
+	}, db, web.NewEngineMemory(db, eng), log)
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

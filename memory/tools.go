@@ -366,3 +366,14 @@ func dateRange(from, to string) (lo, hi time.Time, msg string) {
 	}
 	return lo, hi, ""
 }
+
+// Rank returns the ids of a user's items that best match query, best first,
+// as retrieval ranks them (the console's memory browser).
+func (e *Engine) Rank(ctx context.Context, tenantID, userID int64, query string, limit int) ([]int64, error) {
+	st := &ToolState{Who: Who{TenantID: tenantID, UserID: userID}, Shown: map[int64]bool{}}
+	hits, err := e.search(ctx, st, query, limit)
+	if err != nil {
+		return nil, err
+	}
+	return hitIDs(hits), nil
+}
