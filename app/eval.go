@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/importer"
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
@@ -32,7 +33,15 @@ var evalCeilings = []int{500, 1000, 2000, 4000, 8000}
 // headers it does not own, so the fake provider sees it.
 const probeHeader = "X-Eval-Probe"
 
-const evalUsage = "eval locomo [--json] [--samples N] [--questions N] [--concurrency N] FILE"
+// toolProbeHeader ties an upstream request to its tool probe.
+const toolProbeHeader = "X-Eval-Tool-Probe"
+
+// evalTools are the memory tools whose reach --tools measures, in table
+// order. memory_count is left out: it answers with counts and a few
+// examples, not with the turns a question needs.
+var evalTools = []string{memory.ToolReopen, memory.ToolSearch, memory.ToolChain}
+
+const evalUsage = "eval locomo [--json] [--samples N] [--questions N] [--concurrency N] [--tools [--budget N]] FILE"
 
 // runEval is `perpetuity eval locomo FILE`: the recall benchmark of the bench
 // README, self-contained. It starts the real server in-process on a loopback
@@ -51,10 +60,12 @@ func runEval(ctx context.Context, e env, args []string) error {
 	nQuestions := fs.Int("questions", 0, "at most N questions with evidence per sample (0: all)")
 	conc := fs.Int("concurrency", 4, "questions asked at once")
 	dictV := fs.Int("dict", 0, "derive and flip the scratch tenant to this shipped dictionary version before asking (0: the default)")
+	tools := fs.Bool("tools", false, "also measure how much evidence the frame missed each memory tool reaches")
+	budget := fs.Int("budget", 2000, "frame budget of the --tools probes")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *nSamples < 0 || *nQuestions < 0 || *conc < 1 {
+	if fs.NArg() != 1 || *nSamples < 0 || *nQuestions < 0 || *conc < 1 || *budget < 1 {
 		fs.Usage()
 		return UsageError{"usage: perpetuity " + evalUsage}
 	}
@@ -74,16 +85,27 @@ func runEval(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("%s: no LoCoMo samples", fs.Arg(0))
 	}
 	start := time.Now()
-	scored, err := evalLocomo(ctx, e, samples, evalOptions{questions: *nQuestions, concurrency: *conc, dict: *dictV})
+	opt := evalOptions{questions: *nQuestions, concurrency: *conc, dict: *dictV}
+	if *tools {
+		opt.toolBudget = *budget
+	}
+	scored, reach, err := evalLocomoTools(ctx, e, samples, opt)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
+		sum := locomo.Summarize(scored, evalCeilings)
+		if *tools {
+			sum.Tools = locomo.SummarizeTools(reach)
+		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(locomo.Summarize(scored, evalCeilings))
+		return enc.Encode(sum)
 	}
 	locomo.WriteTable(e.stdout, scored, evalCeilings, len(samples), time.Since(start))
+	if *tools {
+		locomo.WriteToolTable(e.stdout, reach, evalTools, *budget)
+	}
 	return nil
 }
 
@@ -91,6 +113,7 @@ type evalOptions struct {
 	questions   int // per sample, 0: all
 	concurrency int
 	dict        int // dictionary version to serve the questions with, 0: the default
+	toolBudget  int // > 0: also probe each memory tool's reach at this frame budget
 }
 
 // probe is one question asked under one budget (0: the server chooses).
@@ -108,15 +131,114 @@ type probe struct {
 	err    error
 }
 
+// toolProbe is one question asked with the memory tools on, its first
+// round answered with calls of one tool and its second with text.
+type toolProbe struct {
+	probe
+	tool string
+
+	// Written by the fake provider's hook.
+	missed   []string // evidence texts not in the frame
+	calls    int      // tool calls the first round made
+	followed bool     // the round carrying the tool results arrived
+	reached  int      // missed evidence texts in the tool results
+}
+
+// buildToolProbes makes one probe per memory tool for each question of
+// categories 1-4 (the only ones the reach figures count).
+func buildToolProbes(probes []probe, budget int) []toolProbe {
+	var out []toolProbe
+	for _, p := range probes {
+		if p.budget != 0 || p.category < 1 || p.category > 4 {
+			continue
+		}
+		for _, t := range evalTools {
+			tp := toolProbe{probe: p, tool: t}
+			tp.budget = budget
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// answer is the fake provider's reply to one round of a tool probe. The
+// first round's request is the frame: what it misses is recorded, and the
+// reply calls the probe's tool (no call when nothing was missed). The next
+// round's request carries the tool results: what they hold of the missed
+// evidence is recorded, and the reply is text.
+func (p *toolProbe) answer(mu *sync.Mutex, body []byte) fakeprovider.Reply {
+	results, followUp, err := locomo.ToolResults(body)
+	if err == nil && followUp {
+		mu.Lock()
+		defer mu.Unlock()
+		p.followed, p.reached = true, locomo.CountReached(results, p.missed)
+		return fakeprovider.Reply{Text: "ok"}
+	}
+	var missed []string
+	var calls []fakeprovider.ToolCall
+	if err == nil {
+		missed, err = locomo.Missing(body, p.question, p.evidence)
+	}
+	if err == nil && len(missed) > 0 {
+		calls, err = p.toolCalls(body)
+	}
+	mu.Lock()
+	p.seen, p.missed, p.calls, p.err = true, missed, len(calls), err
+	mu.Unlock()
+	if err != nil || len(calls) == 0 {
+		return fakeprovider.Reply{Text: "ok"}
+	}
+	return fakeprovider.Reply{ToolCalls: calls}
+}
+
+// toolCalls are the first round's calls, with the arguments the engine's
+// reach test uses: reopen everything it allows, search with the question,
+// and a chain three turns each way around every turn the frame shows (the
+// ids read from its labels), all in one round.
+func (p *toolProbe) toolCalls(frame []byte) ([]fakeprovider.ToolCall, error) {
+	switch p.tool {
+	case memory.ToolReopen:
+		return []fakeprovider.ToolCall{{Name: p.tool, Arguments: `{"limit":100}`}}, nil
+	case memory.ToolSearch:
+		args, err := json.Marshal(map[string]any{"query": p.question, "limit": 20})
+		if err != nil {
+			return nil, err
+		}
+		return []fakeprovider.ToolCall{{Name: p.tool, Arguments: string(args)}}, nil
+	case memory.ToolChain:
+		ids, err := locomo.FrameIDs(frame)
+		if err != nil {
+			return nil, err
+		}
+		calls := make([]fakeprovider.ToolCall, 0, len(ids))
+		for _, id := range ids {
+			calls = append(calls, fakeprovider.ToolCall{Name: p.tool, Arguments: fmt.Sprintf(`{"item":%d,"depth":3}`, id)})
+		}
+		return calls, nil
+	}
+	return nil, fmt.Errorf("eval has no probe for memory tool %q", p.tool)
+}
+
 // evalLocomo runs the benchmark and returns the scored probes.
 func evalLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOptions) ([]locomo.Scored, error) {
+	scored, _, err := evalLocomoTools(ctx, e, samples, opt)
+	return scored, err
+}
+
+// evalLocomoTools runs the benchmark and returns the scored probes, and
+// with opt.toolBudget the scored tool probes.
+func evalLocomoTools(ctx context.Context, e env, samples []locomo.Sample, opt evalOptions) ([]locomo.Scored, []locomo.ToolScored, error) {
 	counter, err := text.NewCounter()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	probes, skipped, dropped := buildProbes(samples, opt.questions)
 	if len(probes) == 0 {
-		return nil, errors.New("no question has evidence that names an existing turn: nothing to score")
+		return nil, nil, errors.New("no question has evidence that names an existing turn: nothing to score")
+	}
+	var tprobes []toolProbe
+	if opt.toolBudget > 0 {
+		tprobes = buildToolProbes(probes, opt.toolBudget)
 	}
 	if skipped > 0 || dropped > 0 {
 		fmt.Fprintf(e.stderr, "eval: %d questions without usable evidence skipped; %d evidence ids name no turn and were left out\n", skipped, dropped)
@@ -128,6 +250,13 @@ func evalLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpt
 	fake.SetDefault(func(r fakeprovider.Recorded) fakeprovider.Reply {
 		if sinceReset.Add(1)%256 == 0 {
 			fake.Reset() // scoring happens here; the fake need not keep every body
+		}
+		if h := r.Header.Get(toolProbeHeader); h != "" {
+			i, err := strconv.Atoi(h)
+			if err != nil || i < 0 || i >= len(tprobes) {
+				return fakeprovider.Reply{}
+			}
+			return tprobes[i].answer(&mu, r.Body)
 		}
 		i, err := strconv.Atoi(r.Header.Get(probeHeader))
 		if err != nil || i < 0 || i >= len(probes) {
@@ -145,22 +274,22 @@ func evalLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpt
 
 	base, stop, err := startEvalServer(ctx, e, upstream.URL+"/v1")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer stop()
 
 	u, err := databaseURL(ctx, e)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	db, err := store.Open(ctx, u)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer db.Close()
 	nt, err := db.CreateTenant(ctx, "eval-locomo "+time.Now().UTC().Format(time.RFC3339), "eval")
 	if err != nil {
-		return nil, fmt.Errorf("create scratch tenant: %w", err)
+		return nil, nil, fmt.Errorf("create scratch tenant: %w", err)
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -178,32 +307,41 @@ func evalLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpt
 	bar := newProgress(e.stderr)
 	imported, err := importSamples(ctx, client, keyBase+"/perpetuity/import", samples, bar)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fmt.Fprintf(e.stderr, "eval: imported %d conversations, %d turns\n", imported.Conversations, imported.Turns+imported.Duplicates)
 
 	if opt.dict > 0 {
 		d, err := dict.Builtin(opt.dict)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, err := db.UploadDictionary(ctx, d, cliActor()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, err := (&ops.Deriver{St: db}).Derive(ctx, nt.TenantID, opt.dict, cliActor()); err != nil && !errors.Is(err, store.ErrActiveVersion) {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, err := db.Flip(ctx, nt.TenantID, opt.dict, cliActor()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		fmt.Fprintf(e.stderr, "eval: scratch tenant derived and flipped to dictionary v%d\n", opt.dict)
 	}
 	chatURL := keyBase + "/v1/chat/completions"
 	if err := warmUp(ctx, client, chatURL, samples); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := askAll(ctx, client, chatURL, probes, opt.concurrency, bar); err != nil {
-		return nil, err
+	err = askAll(ctx, "probes", len(probes), opt.concurrency, bar, func(ctx context.Context, i int) error {
+		return ask(ctx, client, chatURL, &probes[i], probeHeader, i, false)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	err = askAll(ctx, "tools", len(tprobes), opt.concurrency, bar, func(ctx context.Context, i int) error {
+		return ask(ctx, client, chatURL, &tprobes[i].probe, toolProbeHeader, i, true)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -211,14 +349,27 @@ func evalLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpt
 	for i := range probes {
 		p := &probes[i]
 		if !p.seen {
-			return nil, fmt.Errorf("the provider never received question %q of %s (budget %d)", p.question, p.sample, p.budget)
+			return nil, nil, fmt.Errorf("the provider never received question %q of %s (budget %d)", p.question, p.sample, p.budget)
 		}
 		if p.err != nil {
-			return nil, fmt.Errorf("question %q of %s: upstream request: %w", p.question, p.sample, p.err)
+			return nil, nil, fmt.Errorf("question %q of %s: upstream request: %w", p.question, p.sample, p.err)
 		}
 		scored[i] = locomo.Scored{Category: p.category, Budget: p.budget, Evidence: len(p.evidence), Found: p.found, Tokens: p.tokens}
 	}
-	return scored, nil
+	reach := make([]locomo.ToolScored, len(tprobes))
+	for i := range tprobes {
+		p := &tprobes[i]
+		switch {
+		case !p.seen:
+			return nil, nil, fmt.Errorf("the provider never received question %q of %s (tool %s)", p.question, p.sample, p.tool)
+		case p.err != nil:
+			return nil, nil, fmt.Errorf("question %q of %s (tool %s): upstream request: %w", p.question, p.sample, p.tool, p.err)
+		case p.calls > 0 && !p.followed:
+			return nil, nil, fmt.Errorf("question %q of %s: the results of %d %s calls never reached the provider", p.question, p.sample, p.calls, p.tool)
+		}
+		reach[i] = locomo.ToolScored{Tool: p.tool, Category: p.category, Missed: len(p.missed), Reached: p.reached}
+	}
+	return scored, reach, nil
 }
 
 // buildProbes makes one probe per question with evidence and budget.
@@ -334,9 +485,12 @@ func importSamples(ctx context.Context, client *http.Client, url string, samples
 	return total, nil
 }
 
-// askAll sends every probe through the proxy, concurrency at a time; the
-// first failure stops the rest.
-func askAll(ctx context.Context, client *http.Client, url string, probes []probe, concurrency int, bar *progress) error {
+// askAll runs ask(i) for i in [0, n), concurrency at a time; the first
+// failure stops the rest.
+func askAll(ctx context.Context, what string, n, concurrency int, bar *progress, ask func(context.Context, int) error) error {
+	if n == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
@@ -349,16 +503,16 @@ func askAll(ctx context.Context, client *http.Client, url string, probes []probe
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				if err := ask(ctx, client, url, i, &probes[i]); err != nil {
+				if err := ask(ctx, i); err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 					continue
 				}
-				bar.update("probes", int(done.Add(1)), len(probes))
+				bar.update(what, int(done.Add(1)), n)
 			}
 		}()
 	}
 feed:
-	for i := range probes {
+	for i := range n {
 		select {
 		case jobs <- i:
 		case <-ctx.Done():
@@ -381,14 +535,16 @@ feed:
 func warmUp(ctx context.Context, client *http.Client, url string, samples []locomo.Sample) error {
 	for i := range samples {
 		p := probe{sample: samples[i].ID, question: "Hello?"}
-		if err := ask(ctx, client, url, -1, &p); err != nil {
+		if err := ask(ctx, client, url, &p, "", -1, false); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	return nil
 }
 
-func ask(ctx context.Context, client *http.Client, url string, i int, p *probe) error {
+// ask sends one probe in probe mode, tagged for the fake provider with
+// header: i; with tools false the memory tools are off.
+func ask(ctx context.Context, client *http.Client, url string, p *probe, header string, i int, tools bool) error {
 	body, err := json.Marshal(map[string]any{
 		"model":      "gpt-4o-mini",
 		"max_tokens": 16,
@@ -405,9 +561,12 @@ func ask(ctx context.Context, client *http.Client, url string, i int, p *probe) 
 	h.Set("Content-Type", "application/json")
 	h.Set("Authorization", "Bearer sk-eval-fake")
 	h.Set(proxy.HeaderMode, "probe")
-	// The frame is measured on its own: with the tools on, labels carry
-	// turn ids and the upstream request carries tool definitions.
-	h.Set(proxy.HeaderTools, "off")
+	// The frame is measured on its own unless tool reach is: with the tools
+	// on, labels carry turn ids and the upstream request carries tool
+	// definitions.
+	if !tools {
+		h.Set(proxy.HeaderTools, "off")
+	}
 	h.Set(proxy.HeaderUser, p.sample)
 	// One empty conversation per user to ask from, so probes do not each
 	// leave a conversation row behind.
@@ -416,7 +575,7 @@ func ask(ctx context.Context, client *http.Client, url string, i int, p *probe) 
 		h.Set(proxy.HeaderFrameBudget, strconv.Itoa(p.budget))
 	}
 	if i >= 0 {
-		h.Set(probeHeader, strconv.Itoa(i))
+		h.Set(header, strconv.Itoa(i))
 	}
 	resp, err := client.Do(req)
 	if err != nil {

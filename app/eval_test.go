@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,75 @@ func TestEvalLocomoEndToEnd(t *testing.T) {
 	}
 }
 
+// TestEvalLocomoTools: with --tools each memory tool is probed through the
+// real tool loop; at a budget too small for the whole fixture the frame
+// misses evidence, and memory_reopen brings a trimmed evidence turn back.
+func TestEvalLocomoTools(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dbURL := dbtest.New(t)
+	cases := []struct {
+		name string
+		args []string
+		want []string // in stdout
+	}{
+		{"json", []string{"locomo", "--tools", "--budget", "40", "--json", locomoFixture}, nil},
+		{"table", []string{"locomo", "--tools", "--budget", "40", locomoFixture},
+			[]string{"memory tools at @40", "tool             missed  reached   share", "memory_reopen", "memory_search", "memory_chain"}},
+	}
+	for _, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		if err := runEval(ctx, testEnv(map[string]string{"DATABASE_URL": dbURL}, &stdout, &stderr), tc.args); err != nil {
+			t.Fatalf("%s: eval: %v\nstderr:\n%s", tc.name, err, stderr.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, stdout.String())
+			}
+		}
+		if tc.want != nil {
+			continue
+		}
+		var got locomo.Summary
+		dec := json.NewDecoder(&stdout)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&got); err != nil {
+			t.Fatalf("output is not the summary JSON: %v\n%s", err, stdout.String())
+		}
+		if got.Questions != 8 || len(got.Ceilings) != 5 {
+			t.Errorf("the frame figures changed with --tools: %d questions, %d ceilings", got.Questions, len(got.Ceilings))
+		}
+		if len(got.Tools) != 3 {
+			t.Fatalf("tools = %+v, want memory_reopen, memory_search, memory_chain", got.Tools)
+		}
+		for name, r := range got.Tools {
+			if r.Missed == 0 || r.Reached > r.Missed || r.Share != math.Round(float64(r.Reached)/float64(r.Missed)*1e4)/1e4 {
+				t.Errorf("%s: %+v", name, r)
+			}
+		}
+		// Every tool probe sees the same frame, so each counts the same misses.
+		if a, b, c := got.Tools["memory_reopen"].Missed, got.Tools["memory_search"].Missed, got.Tools["memory_chain"].Missed; a != b || a != c {
+			t.Errorf("missed differs between tools: reopen %d search %d chain %d", a, b, c)
+		}
+		if r := got.Tools["memory_reopen"]; r.Reached == 0 {
+			t.Errorf("memory_reopen reached none of the %d evidence turns the @40 frame trimmed", r.Missed)
+		}
+	}
+}
+
+// TestEvalJSONWithoutTools: without --tools the JSON has no "tools" key.
+func TestEvalJSONWithoutTools(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(locomo.Summarize([]locomo.Scored{{Category: 1, Evidence: 1, Found: 1, Tokens: 10}}, evalCeilings))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"tools"`) {
+		t.Errorf("summary without tool probes has a tools key: %s", b)
+	}
+}
+
 func TestEvalUsage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -110,6 +180,7 @@ func TestEvalUsage(t *testing.T) {
 		{[]string{"mteb", "x"}, true, "usage: perpetuity eval locomo"},
 		{[]string{"locomo"}, true, "usage"},
 		{[]string{"locomo", "--concurrency", "0", locomoFixture}, true, "usage"},
+		{[]string{"locomo", "--tools", "--budget", "0", locomoFixture}, true, "usage"},
 		{[]string{"locomo", filepath.Join(dir, "missing.json")}, false, "no such file"},
 		{[]string{"locomo", notJSON}, false, "want a JSON list of LoCoMo samples"},
 		{[]string{"locomo", empty}, false, "no LoCoMo samples"},

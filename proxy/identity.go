@@ -76,7 +76,7 @@ func (p *Proxy) resolveIdentity(ctx context.Context, c echo.Context) (memory.Who
 	if err != nil {
 		return memory.Who{}, store.KeyIdentity{}, err
 	}
-	k, err := p.dir.ResolveKey(ctx, key)
+	k, err := p.keys.resolve(ctx, key, p.dir.ResolveKey)
 	if errors.Is(err, store.ErrNotFound) {
 		return memory.Who{}, k, &APIError{Status: http.StatusUnauthorized, Kind: Authentication, Message: "invalid or revoked Perpetuity key"}
 	}

@@ -72,6 +72,7 @@ type Proxy struct {
 	// after tracks reply captures still running once their response ended.
 	after sync.WaitGroup
 
+	keys    *keyCache
 	touchMu sync.Mutex
 	touched map[int64]time.Time // key id -> last "last used" write
 }
@@ -101,7 +102,7 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ForceAttemptHTTP2:     true,
 	}
 	return &Proxy{cfg: cfg, providers: newProviders(cfg), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
-		client: &http.Client{Transport: tr}, touched: map[int64]time.Time{}}
+		client: &http.Client{Transport: tr}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL)}
 }
 
 // Register mounts the proxy routes. The key travels in the path (so that

@@ -44,6 +44,9 @@ type Summary struct {
 	ByCategory map[string]Metrics `json:"by_category"`
 	// Ceilings are the fixed budgets over categories 1-4, keyed by tokens.
 	Ceilings map[string]Metrics `json:"ceilings"`
+	// Tools is each memory tool's reach into the evidence a fixed-budget
+	// frame missed (eval --tools only).
+	Tools map[string]Reach `json:"tools,omitempty"`
 }
 
 // CategoryNames are LoCoMo's question categories.
