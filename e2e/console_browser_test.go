@@ -214,9 +214,20 @@ func grantClipboard(t *testing.T, ctx context.Context, origin string) {
 }
 
 func TestBrowserSignUpProxyMemoryHeat(t *testing.T) {
-	addr := freeAddr(t)
-	public := "http://" + addr
-	s := startServer(t, "PERPETUITY_ADDR="+addr, "PERPETUITY_PUBLIC_URL="+public)
+	// The public URL must name the port, so the test picks one; another
+	// test may take it between the pick and the bind, so pick again then.
+	var s *server
+	var public string
+	for attempt := 0; ; attempt++ {
+		addr := freeAddr(t)
+		public = "http://" + addr
+		var err error
+		if s, err = tryStartServer(t, "PERPETUITY_ADDR="+addr, "PERPETUITY_PUBLIC_URL="+public); err == nil {
+			break
+		} else if attempt == 4 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+	}
 	if s.URL != public {
 		t.Fatalf("server listens on %s, wanted %s", s.URL, public)
 	}

@@ -78,6 +78,17 @@ func (l *lockedBuffer) String() string {
 
 func startServer(t *testing.T, extraEnv ...string) *server {
 	t.Helper()
+	s, err := tryStartServer(t, extraEnv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tryStartServer starts a server, or says why it could not (a caller that
+// chose its own port may retry with another).
+func tryStartServer(t *testing.T, extraEnv ...string) (*server, error) {
+	t.Helper()
 	fake := fakeprovider.New()
 	fs := httptest.NewServer(fake)
 	t.Cleanup(fs.Close)
@@ -115,7 +126,9 @@ func startServer(t *testing.T, extraEnv ...string) *server {
 	}
 	pw.Close()
 	addr := make(chan string, 1)
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited) // stderr closed: the process ended
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -140,10 +153,12 @@ func startServer(t *testing.T, extraEnv ...string) *server {
 	select {
 	case a := <-addr:
 		s.URL = "http://" + a
+	case <-exited:
+		return nil, fmt.Errorf("server exited at start:\n%s", s.stderr.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("server did not start:\n%s", s.stderr.String())
+		return nil, fmt.Errorf("server did not start:\n%s", s.stderr.String())
 	}
-	return s
+	return s, nil
 }
 
 func runCLI(env []string, args ...string) (string, error) {
