@@ -149,10 +149,12 @@ func speakerLabelID(speaker string, interrupted bool, id int64) string {
 	return l[:len(l)-len(labelClose)-1] + " #" + strconv.FormatInt(id, 10) + labelClose + " "
 }
 
-// itemCost is what an item adds to the rendered frame, but for a time or
-// conversation label it may share with its neighbours.
+// itemCost estimates what an item adds to the rendered frame, but for a time
+// or conversation label it may share with its neighbours: its token count,
+// stored at capture, plus its speaker label. The second pass counts the
+// rendered text exactly.
 func itemCost(an Analyzer, it store.RenderItem) int {
-	return an.Count(speakerLabel(it.Speaker, it.Interrupted)+it.Body) + 1
+	return it.TokenCount + an.Count(speakerLabel(it.Speaker, it.Interrupted)) + 1
 }
 
 // Age is a relative time, computed at render time.

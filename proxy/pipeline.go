@@ -101,10 +101,14 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if t.who.ConversationID, err = p.dir.EnsureConversation(ctx, t.who.TenantID, t.who.UserID, convKey, title); err != nil {
-			return err
+		// With neither capture nor recall the request has no use for its
+		// conversation: the pass-through path stays off the database.
+		if t.sw.capture || t.sw.recall {
+			if t.who.ConversationID, err = p.dir.EnsureConversation(ctx, t.who.TenantID, t.who.UserID, convKey, title); err != nil {
+				return err
+			}
+			c.Response().Header().Set(HeaderConvID, strconv.FormatInt(t.who.ConversationID, 10))
 		}
-		c.Response().Header().Set(HeaderConvID, strconv.FormatInt(t.who.ConversationID, 10))
 		if t.in.live >= 0 {
 			t.liveText = t.in.messages[t.in.live].text
 		}

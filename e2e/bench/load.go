@@ -131,15 +131,17 @@ func readStream(r io.Reader, start time.Time) (Timing, error) {
 // Interleave sends n pairs of requests from c workers. Each pair calls the
 // baseline (side 0) and the subject (side 1) back to back in a random
 // order, so that drift and noise on the shared machine land on both sides
-// alike. call gets the side and the pair's index.
-func Interleave(ctx context.Context, c, n int, call func(ctx context.Context, side, i int) (Timing, error)) (base, subj []Timing, err error) {
+// alike. call gets the side and the pair's index. A pair with a failed
+// request is dropped and counted; more than one failure in a hundred pairs
+// stops the run with the first error.
+func Interleave(ctx context.Context, c, n int, call func(ctx context.Context, side, i int) (Timing, error)) (base, subj []Timing, failed int, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	allowed := max(1, n/100)
 	var mu sync.Mutex
 	var next atomic.Int64
 	var once sync.Once
 	var firstErr error
-	fail := func(e error) { once.Do(func() { firstErr = e; cancel() }) }
 	var wg sync.WaitGroup
 	for w := range c {
 		wg.Go(func() {
@@ -151,26 +153,34 @@ func Interleave(ctx context.Context, c, n int, call func(ctx context.Context, si
 				}
 				first := rng.IntN(2)
 				var ts [2]Timing
+				var perr error
 				for k := range 2 {
 					side := first ^ k
 					t, err := call(ctx, side, i)
 					if err != nil {
-						fail(fmt.Errorf("side %d: %w", side, err))
-						return
+						perr = fmt.Errorf("side %d: %w", side, err)
+						break
 					}
 					ts[side] = t
 				}
 				mu.Lock()
-				base, subj = append(base, ts[0]), append(subj, ts[1])
+				if perr != nil {
+					failed++
+					if failed > allowed {
+						once.Do(func() { firstErr = perr; cancel() })
+					}
+				} else {
+					base, subj = append(base, ts[0]), append(subj, ts[1])
+				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, nil, firstErr
+		return nil, nil, failed, fmt.Errorf("%d of %d pairs failed: %w", failed, n, firstErr)
 	}
-	return base, subj, ctx.Err()
+	return base, subj, failed, ctx.Err()
 }
 
 // OpenLoop offers requests at a fixed rate for d, whatever the server's

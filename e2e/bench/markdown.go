@@ -130,7 +130,9 @@ func pairedRow(label string, p Paired) []string {
 		"**" + ms(p.Added50) + "**", "**" + ms(p.Added99) + "**", spread(p.Added50Lo, p.Added50Hi), strconv.Itoa(p.PerSide)}
 }
 
-var pairedHead = []string{"", "direct p50", "direct p99", "via Perpetuity p50", "p99", "added p50", "added p99", "added p50 spread", "pairs/round"}
+func pairedHead() []string {
+	return []string{"", "direct p50", "direct p99", "via Perpetuity p50", "p99", "added p50", "added p99", "added p50 spread", "pairs/round"}
+}
 
 func (r *Report) pass(m *mdw) {
 	p := r.Pass
@@ -141,21 +143,32 @@ func (r *Report) pass(m *mdw) {
 	m.p("")
 	m.p("Perpetuity with `X-Perpetuity-Recall: off` and `X-Perpetuity-Capture: off` against the fake provider")
 	m.p("called directly; an OpenAI chat request (system prompt, one exchange, the live question; ~0.6 kB).")
-	m.p("Streams are %d text chunks (%d SSE events with the role chunk, the finish chunk and `[DONE]`), one every %s;",
+	m.p("Streams are %d text chunks (%d SSE events with the role chunk, the finish chunk and `[DONE]`), one every %s,",
 		p.Chunks, p.Events, p.ChunkDelay)
-	m.p("the per-event gap is the time between consecutive events as the client reads them. Milliseconds.")
+	m.p("%d streams at a time; the per-event gap is the time between consecutive events as the client reads them.", p.StreamConcurrency)
+	m.p("Milliseconds.")
 	m.p("")
-	m.table(pairedHead, [][]string{
+	m.table(pairedHead(), [][]string{
 		pairedRow("non-streaming, concurrency 1", p.C1),
 		pairedRow(fmt.Sprintf("non-streaming, concurrency %d", p.Concurrency), p.CMany),
 		pairedRow("streaming: time to first event", p.TTFB),
 		pairedRow("streaming: gap between events", p.Gap),
+		pairedRow("*plain Go proxy*, non-streaming, concurrency 1", p.Hop),
+		pairedRow("*plain Go proxy*, streaming: time to first event", p.HopTTFB),
 	})
+	m.p("The last two rows put the plainest Go proxy where Perpetuity is (e2e/bench/hop.go: net/http in and out,")
+	m.p("the body copied as it arrives and flushed after every read): what one more HTTP hop costs on this")
+	m.p("machine, whatever the proxy does besides.")
+	m.p("")
 	m.p("Added time per event over the whole stream ((stream time via Perpetuity - direct) / gaps): %s µs.", us(p.GapMeanAdded))
+	if p.Failed > 0 {
+		m.p("%d pairs were dropped because a request failed (at most one in a hundred is tolerated).", p.Failed)
+	}
 	m.p("")
 	if len(p.Breakdown) > 0 {
-		m.p("What a pass-through request costs in the database, each statement timed alone in the same run")
-		m.p("(through the store's own functions, so with their transaction and `set_config`):")
+		m.p("What a pass-through request costs in the database: each statement timed alone, in the same rounds")
+		m.p("(right after each round's concurrency-1 pairs), through the store's own functions (so with their")
+		m.p("transaction and `set_config`):")
 		m.p("")
 		rows := make([][]string, len(p.Breakdown))
 		for i, b := range p.Breakdown {
@@ -182,7 +195,7 @@ func (r *Report) pipeline(m *mdw) {
 	for i, p := range r.Pipeline {
 		rows[i] = append(pairedRow(itemsLabel(p.Items)+" items", p.Paired), strconv.Itoa(p.FrameItems), strconv.Itoa(p.FrameTokens), ms(p.First))
 	}
-	m.table(append(pairedHead, "frame items", "frame tokens", "first request"), rows)
+	m.table(append(pairedHead(), "frame items", "frame tokens", "first request"), rows)
 	m.p("\"first request\" is the first request after the tenant grew: the server's resident arena catches up on")
 	m.p("the new items inside it (section 5 measures that alone).")
 	m.p("")
@@ -338,20 +351,20 @@ func (r *Report) recall(m *mdw) {
 	m.p("../shared/bench/README.md, measured there on the same questions. Took %s.", rc.Took.Round(time.Second))
 	m.p("")
 	head := []string{"method"}
-	for _, c := range RecallCeilings {
+	for _, c := range RecallCeilings() {
 		head = append(head, "recall @"+strconv.Itoa(c))
 	}
 	head = append(head, "all-evidence @2000", "@4000", "server frame: recall", "all-evidence", "tokens mean")
 	row := []string{"**Perpetuity**"}
-	for _, c := range RecallCeilings {
+	for _, c := range RecallCeilings() {
 		row = append(row, fmt.Sprintf("%.3f", s.Ceilings[strconv.Itoa(c)].Recall))
 	}
 	row = append(row, fmt.Sprintf("%.3f", s.Ceilings["2000"].AllEvidence), fmt.Sprintf("%.3f", s.Ceilings["4000"].AllEvidence),
 		fmt.Sprintf("%.3f", s.Overall.Recall), fmt.Sprintf("%.3f", s.Overall.AllEvidence), fmt.Sprintf("%.0f", s.Overall.TokensMean))
 	rows := [][]string{row}
-	for _, b := range Baselines {
+	for _, b := range Baselines() {
 		br := []string{b.Name}
-		for _, c := range RecallCeilings {
+		for _, c := range RecallCeilings() {
 			br = append(br, fmt.Sprintf("%.3f", b.Recall[c]))
 		}
 		br = append(br, fmt.Sprintf("%.3f", b.AllAt[2000]), fmt.Sprintf("%.3f", b.AllAt[4000]), "", "", "")
@@ -378,8 +391,11 @@ func stmtList(ss []Stmt) string {
 	parts := make([]string, 0, len(ss))
 	for _, st := range ss {
 		name := st.Name
-		if st.Count > 1.05 || st.Count < 0.95 {
+		switch {
+		case st.Count > 1.05:
 			name += fmt.Sprintf(" (x%.1f)", st.Count)
+		case st.Count < 0.95:
+			name += fmt.Sprintf(" (x%.2g)", st.Count)
 		}
 		parts = append(parts, name+" "+ms(st.Each))
 	}

@@ -41,13 +41,26 @@ func (r *Report) notes(m *mdw) {
 		m.p("**Pass-through (§1).** Before it forwards anything, a pass-through request waits on two database")
 		m.p("statements: the key lookup (p50 %s ms) and the conversation upsert (p50 %s ms), which writes and commits,", ms(key.P50), ms(conv.P50))
 		m.p("and so waits for the WAL flush, even when the conversation already exists. Timed alone they make %s ms", ms(db))
-		m.p("of the %s ms added at p50 (%.0f%%); the rest is the second HTTP hop, with the body parsed and", ms(p.C1.Added50), pct(db, p.C1.Added50))
-		m.p("re-encoded. The same two statements come before the upstream call of a stream, so they are most of the")
-		m.p("added time to first byte (%s ms at p50). After the reply each request also commits its request record", ms(p.TTFB.Added50))
-		m.p("(p50 %s ms), on the same cores and through the same connection pool (%d connections, pgxpool's default", ms(rec.P50), p.PoolConns)
-		m.p("for this machine): that is what the p99 carries, and at %d concurrent conversations each request queues",
-			p.Concurrency)
-		m.p("for a connection behind these commits (%s ms added at p50). A round trip alone costs %s ms here.", ms(p.CMany.Added50), ms(trip.P50))
+		m.p("of the %s ms added at p50 (%.0f%%). One more HTTP hop through the plainest Go proxy adds %s ms here.",
+			ms(p.C1.Added50), pct(db, p.C1.Added50), ms(p.Hop.Added50))
+		if rest := p.C1.Added50 - db - p.Hop.Added50; rest > 0 {
+			m.p("The remaining %s ms is Perpetuity's own handling (reading the body, parsing and re-encoding it,", ms(rest))
+			m.p("routing) and the contention described next.")
+		} else {
+			m.p("Those two account for all of it in this run (the statements timed alone met a busier disk).")
+		}
+		m.p("The same two statements come before the upstream call of a")
+		m.p("stream: the first event arrives %s ms later at p50, against %s ms for the plain hop.",
+			ms(p.TTFB.Added50), ms(p.HopTTFB.Added50))
+		m.p("After the reply each request also commits its request record (p50 %s ms), on the same cores and", ms(rec.P50))
+		m.p("through the same connection pool (%d connections, pgxpool's default for this machine): that is what the", p.PoolConns)
+		m.p("p99 carries. At %d concurrent conversations the database work per request bounds the rate", p.Concurrency)
+		if t := r.Throughput; t != nil && t.Base.Rate > 0 {
+			m.p("(the pass-through path sustains %.0f requests/s, §6), so requests wait in line: %s ms added at p50.", t.Base.Rate, ms(p.CMany.Added50))
+		} else {
+			m.p("and requests wait in line: %s ms added at p50.", ms(p.CMany.Added50))
+		}
+		m.p("A bare round trip costs %s ms here.", ms(trip.P50))
 		m.p("Resolving keys and known conversations from an in-process cache (dropped on revocation) and writing")
 		m.p("request records in batches would take the database off the pass-through path.")
 		m.p("")
@@ -83,7 +96,7 @@ func (r *Report) notes(m *mdw) {
 			if top := topStmts(mp.Statements, 3); len(top) > 0 {
 				m.p("The database takes %s ms of the turn (traced, mean); the largest pieces are %s. The warm read",
 					ms(stmtSum(mp.Statements)), strings.Join(top, ", "))
-				m.p("(`select activations`) returns every activation of the asking user still inside the decay horizon,")
+				m.p("(`select activations+items`) returns every activation of the asking user still inside the decay horizon,")
 				m.p("which grows with what the user has stored; each of the turn's transactions (begin, `set_config`,")
 				m.p("commit) costs round trips of its own.")
 			}
@@ -92,7 +105,8 @@ func (r *Report) notes(m *mdw) {
 			m.p("The pipeline adds %s ms at p50 over calling the provider directly: the memory path, plus what every", ms(pl.Added50))
 			m.p("request pays on the pass-through path (key lookup and conversation upsert: %s ms, §1), the second",
 				ms(r.Pass.Component("key").P50+r.Pass.Component("conv").P50))
-			m.p("hop, and the previous reply's capture and request record, which run after each response on the same cores.")
+			m.p("hop, and the previous reply's capture (a second capture per request, which takes the tenant's head lock")
+			m.p("the next live capture waits for) and request record, all after each response on the same cores.")
 		}
 		if c := r.Capture; c != nil && mp != nil && mp.Capture.P50 > 2*c.Capture.P50 {
 			m.p("Capture into the 250k tenant (%s ms) is %.1fx a capture into the small tenant of §3 (%s ms): its cost",
@@ -118,9 +132,14 @@ func (r *Report) notes(m *mdw) {
 			n += st.Count
 		}
 		if len(c.Statements) > 0 {
-			m.p("Traced (section 3), its commit takes %s ms against the floor's %s ms: it flushes the whole", ms(commit), ms(c.Floor.P50))
-			m.p("capture's WAL and runs the deferred per-item check. The other %.0f round trips take %s ms together, each", n, ms(rest))
-			m.p("a round trip (%s ms bare) plus its work (indexes, the birth-record trigger on items).", ms(c.Trip.P50))
+			if commit > c.Floor.P50*5/4 {
+				m.p("Traced (section 3), its commit takes %s ms against the floor's %s ms: it flushes the whole", ms(commit), ms(c.Floor.P50))
+				m.p("capture's WAL and runs the deferred per-item check.")
+			} else {
+				m.p("Traced (section 3), its commit costs about the floor (%s ms against %s ms).", ms(commit), ms(c.Floor.P50))
+			}
+			m.p("The other %.0f round trips take %s ms together, each a round trip (%s ms bare) plus its work (indexes,", n, ms(rest), ms(c.Trip.P50))
+			m.p("the birth-record trigger on items).")
 		}
 		m.p("Folding them into fewer round trips (one batch after the message row) and making the per-item")
 		m.p("check cheap is where the 0.5 ms budget would come from.")
@@ -143,6 +162,14 @@ func (r *Report) notes(m *mdw) {
 			ms(c.Took), itemsLabel(c.Items), ms(c.Read))
 		m.p("building the arena %s ms: the read (one snapshot, two arrays per item decoded row by row by pgx,", ms(c.Build))
 		m.p("into freshly allocated slices) is the bottleneck.")
+		m.p("")
+	}
+	if t := r.Throughput; t != nil && t.Recall.Rate == 0 && len(t.Tried) > 0 {
+		low := t.Tried[len(t.Tried)-1]
+		m.p("**Throughput (§6).** With recall on, not even %.0f request/s kept p99 under %s ms (p99 %s ms there): at",
+			low.Rate, ms(t.Bound), ms(low.P99))
+		m.p("%s items a single request already takes about that long (§2), so the rate is not the limit; the", itemsLabel(t.Items))
+		m.p("memory path's latency is.")
 		m.p("")
 	}
 	if has("arena") {

@@ -18,6 +18,12 @@ type PassResult struct {
 	Concurrency int    // of CMany
 	TTFB        Paired // streaming: first SSE event
 	Gap         Paired // streaming: time between consecutive events
+	// Hop and HopTTFB are the same comparisons for the plainest Go proxy
+	// (hop.go) in place of Perpetuity: the share of the added time any
+	// proxy in Go costs on this machine.
+	Hop, HopTTFB Paired
+	// StreamConcurrency is how many streams run at once.
+	StreamConcurrency int
 	// GapMeanAdded is the added stream time spread over its events:
 	// ((subject total - TTFB) - (baseline total - TTFB)) / (events - 1),
 	// median over rounds.
@@ -28,6 +34,9 @@ type PassResult struct {
 	// Breakdown is the database work a pass-through request does, each
 	// measured alone in the same run.
 	Breakdown []Component
+	// Failed counts dropped pairs (a request that failed; at most one in a
+	// hundred is tolerated).
+	Failed int
 	// PoolConns is the connection pool size a pool opened on the bench's
 	// database URL gets (the server opens its own on the same URL).
 	PoolConns int
@@ -113,36 +122,49 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		}
 		return convs[i%len(convs)].Call(ctx, r.client, plainBody, false)
 	}
-	res := &PassResult{Concurrency: cfg.Concurrency, Chunks: cfg.Chunks, ChunkDelay: cfg.ChunkDelay}
+	res := &PassResult{Concurrency: cfg.Concurrency, Chunks: cfg.Chunks, ChunkDelay: cfg.ChunkDelay, StreamConcurrency: cfg.StreamConcurrency}
+	hopSides := [2]Endpoint{r.direct(), r.viaHop()}
+	hopPlain := r.caller(hopSides, chatBody(live, false), false)
+	hopStream := r.caller(hopSides, chatBody(live, true), true)
 
 	lg.printf("pass-through: warming up")
-	if _, _, err := Interleave(ctx, 1, 50, plain); err != nil {
+	if _, _, _, err := Interleave(ctx, 1, 50, plain); err != nil {
 		return nil, fmt.Errorf("pass-through warm-up: %w", err)
 	}
-	if _, _, err := Interleave(ctx, cfg.Concurrency, cfg.Concurrency, many); err != nil {
+	if _, _, _, err := Interleave(ctx, cfg.Concurrency, cfg.Concurrency, many); err != nil {
 		return nil, fmt.Errorf("pass-through warm-up (c=%d): %w", cfg.Concurrency, err)
 	}
-	if _, _, err := Interleave(ctx, 1, 3, stream); err != nil {
+	if _, _, _, err := Interleave(ctx, 1, 3, stream); err != nil {
 		return nil, fmt.Errorf("pass-through warm-up (stream): %w", err)
 	}
-	var c1, cm, ttfb, gap [][2][]time.Duration
+	bd, err := newBreakdown(ctx, db, t)
+	if err != nil {
+		return nil, err
+	}
+	var c1, cm, ttfb, gap, hop, hopTTFB [][2][]time.Duration
 	var meanAdded []time.Duration
 	for round := range cfg.Rounds {
 		lg.printf("pass-through: round %d/%d", round+1, cfg.Rounds)
-		b, s, err := Interleave(ctx, 1, cfg.PassPairs, plain)
+		b, s, f, err := Interleave(ctx, 1, cfg.PassPairs, plain)
 		if err != nil {
 			return nil, fmt.Errorf("pass-through c=1: %w", err)
 		}
+		res.Failed += f
 		c1 = append(c1, [2][]time.Duration{totals(b), totals(s)})
-		b, s, err = Interleave(ctx, cfg.Concurrency, cfg.Concurrency*cfg.PassPairsMany, many)
+		if err := bd.round(cfg.BreakdownN); err != nil {
+			return nil, err
+		}
+		b, s, f, err = Interleave(ctx, cfg.Concurrency, cfg.Concurrency*cfg.PassPairsMany, many)
 		if err != nil {
 			return nil, fmt.Errorf("pass-through c=%d: %w", cfg.Concurrency, err)
 		}
+		res.Failed += f
 		cm = append(cm, [2][]time.Duration{totals(b), totals(s)})
-		b, s, err = Interleave(ctx, 1, cfg.StreamPairs, stream)
+		b, s, f, err = Interleave(ctx, cfg.StreamConcurrency, cfg.StreamPairs, stream)
 		if err != nil {
 			return nil, fmt.Errorf("pass-through stream: %w", err)
 		}
+		res.Failed += f
 		ttfb = append(ttfb, [2][]time.Duration{ttfbs(b), ttfbs(s)})
 		gap = append(gap, [2][]time.Duration{gaps(b), gaps(s)})
 		bm, ev := streamTime(b)
@@ -151,30 +173,48 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 			meanAdded = append(meanAdded, (sm-bm)/time.Duration(ev-1))
 			res.Events = ev
 		}
+		b, s, f, err = Interleave(ctx, 1, cfg.PassPairs, hopPlain)
+		if err != nil {
+			return nil, fmt.Errorf("plain hop: %w", err)
+		}
+		res.Failed += f
+		hop = append(hop, [2][]time.Duration{totals(b), totals(s)})
+		b, s, f, err = Interleave(ctx, cfg.StreamConcurrency, cfg.StreamPairs/2, hopStream)
+		if err != nil {
+			return nil, fmt.Errorf("plain hop stream: %w", err)
+		}
+		res.Failed += f
+		hopTTFB = append(hopTTFB, [2][]time.Duration{ttfbs(b), ttfbs(s)})
 	}
 	res.C1, res.CMany, res.TTFB, res.Gap = Pair(c1), Pair(cm), Pair(ttfb), Pair(gap)
+	res.Hop, res.HopTTFB = Pair(hop), Pair(hopTTFB)
 	res.GapMeanAdded = Median(meanAdded)
 
-	lg.printf("pass-through: database work per request")
-	bd, err := breakdown(ctx, db, t, cfg)
-	if err != nil {
-		return nil, err
-	}
-	res.Breakdown = bd
+	res.Breakdown = bd.result()
 	res.PoolConns = int(db.Pool.Config().MaxConns)
 	return res, nil
 }
 
 // breakdown times, one at a time and interleaved, the statements a
 // pass-through request runs: what the proxy's added latency is made of.
-func breakdown(ctx context.Context, db *store.DB, t *Tenant, cfg Config) ([]Component, error) {
+// Its rounds run inside the pass-through rounds, so both see the same
+// moment of a noisy machine.
+type breakdown struct {
+	parts []part
+	// samples[k] are part k's rounds.
+	samples [][][]time.Duration
+}
+
+type part struct {
+	key, name, where string
+	run              func() error
+}
+
+func newBreakdown(ctx context.Context, db *store.DB, t *Tenant) (*breakdown, error) {
 	if _, err := db.EnsureConversation(ctx, t.ID, t.Users[0], "h:bench-breakdown", "breakdown"); err != nil {
 		return nil, err
 	}
-	parts := []struct {
-		key, name, where string
-		run              func() error
-	}{
+	parts := []part{
 		{"trip", "round trip (SELECT 1)", "the floor of any statement on this machine", func() error {
 			_, err := db.Pool.Exec(ctx, "SELECT 1")
 			return err
@@ -195,27 +235,33 @@ func breakdown(ctx context.Context, db *store.DB, t *Tenant, cfg Config) ([]Comp
 				Dialect: "openai-chat", Provider: "openai", Model: "gpt-4o-mini", Status: 200})
 		}},
 	}
-	samples := make([][][]time.Duration, len(parts))
-	for range cfg.Rounds {
-		round := make([][]time.Duration, len(parts))
-		for range cfg.BreakdownN {
-			for k, p := range parts {
-				t0 := time.Now()
-				if err := p.run(); err != nil {
-					return nil, fmt.Errorf("breakdown %s: %w", p.name, err)
-				}
-				round[k] = append(round[k], time.Since(t0))
+	return &breakdown{parts: parts, samples: make([][][]time.Duration, len(parts))}, nil
+}
+
+// round takes n samples of every part, rotating through them.
+func (b *breakdown) round(n int) error {
+	round := make([][]time.Duration, len(b.parts))
+	for range n {
+		for k, p := range b.parts {
+			t0 := time.Now()
+			if err := p.run(); err != nil {
+				return fmt.Errorf("breakdown %s: %w", p.name, err)
 			}
-		}
-		for k := range parts {
-			samples[k] = append(samples[k], round[k])
+			round[k] = append(round[k], time.Since(t0))
 		}
 	}
-	out := make([]Component, len(parts))
-	for k, p := range parts {
-		out[k] = Component{Key: p.key, Name: p.name, Where: p.where, Rounds: Fold(samples[k])}
+	for k := range b.parts {
+		b.samples[k] = append(b.samples[k], round[k])
 	}
-	return out, nil
+	return nil
+}
+
+func (b *breakdown) result() []Component {
+	out := make([]Component, len(b.parts))
+	for k, p := range b.parts {
+		out[k] = Component{Key: p.key, Name: p.name, Where: p.where, Rounds: Fold(b.samples[k])}
+	}
+	return out
 }
 
 // commitFloor is the cheapest transaction that must reach the disk: one

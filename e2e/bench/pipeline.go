@@ -19,6 +19,8 @@ type PipelineResult struct {
 	First time.Duration
 	// FrameItems and FrameTokens are the medians the server reported.
 	FrameItems, FrameTokens int
+	// Failed counts dropped pairs.
+	Failed int
 }
 
 // liveRequests are the questions of a size: each asked by the owner of a
@@ -66,19 +68,20 @@ func runPipeline(ctx context.Context, r *rig, t *Tenant, lr liveRequests, cfg Co
 		return nil, fmt.Errorf("pipeline first request: %w", err)
 	}
 	res.First = time.Since(t0)
-	if _, _, err := Interleave(ctx, 1, 20, call); err != nil {
+	if _, _, _, err := Interleave(ctx, 1, 20, call); err != nil {
 		return nil, fmt.Errorf("pipeline warm-up: %w", err)
 	}
 	var rounds [][2][]time.Duration
 	var items, tokens []int
 	for round := range cfg.Rounds {
 		lg.printf("pipeline %s: round %d/%d", itemsLabel(t.Items), round+1, cfg.Rounds)
-		b, s, err := Interleave(ctx, 1, cfg.PipelinePairs, func(ctx context.Context, side, i int) (Timing, error) {
+		b, s, f, err := Interleave(ctx, 1, cfg.PipelinePairs, func(ctx context.Context, side, i int) (Timing, error) {
 			return call(ctx, side, round*cfg.PipelinePairs+i+20)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
+		res.Failed += f
 		rounds = append(rounds, [2][]time.Duration{totals(b), totals(s)})
 		for _, x := range s {
 			items, tokens = append(items, x.FrameItems), append(tokens, x.FrameTokens)

@@ -28,19 +28,21 @@ type Baseline struct {
 	Describe string
 }
 
-// Baselines are copied from /work/shared/bench/README.md ("Baselines on
-// these four conversations"); they were measured once, outside this code.
-var Baselines = []Baseline{
-	{Name: "BM25 top-k", Describe: "plain BM25 over single turns, frame filled greedily in rank order",
-		Recall: map[int]float64{500: 0.553, 1000: 0.627, 2000: 0.683, 4000: 0.735, 8000: 0.798},
-		AllAt:  map[int]float64{2000: 0.618, 4000: 0.662}},
-	{Name: "recency (last N tokens)", Describe: "the most recent turns that fit",
-		Recall: map[int]float64{500: 0.014, 1000: 0.032, 2000: 0.086, 4000: 0.151, 8000: 0.305},
-		AllAt:  map[int]float64{2000: 0.075, 4000: 0.130}},
+// Baselines are copied from ../shared/bench/README.md ("Baselines on these
+// four conversations"); they were measured once, outside this code.
+func Baselines() []Baseline {
+	return []Baseline{
+		{Name: "BM25 top-k", Describe: "plain BM25 over single turns, frame filled greedily in rank order",
+			Recall: map[int]float64{500: 0.553, 1000: 0.627, 2000: 0.683, 4000: 0.735, 8000: 0.798},
+			AllAt:  map[int]float64{2000: 0.618, 4000: 0.662}},
+		{Name: "recency (last N tokens)", Describe: "the most recent turns that fit",
+			Recall: map[int]float64{500: 0.014, 1000: 0.032, 2000: 0.086, 4000: 0.151, 8000: 0.305},
+			AllAt:  map[int]float64{2000: 0.075, 4000: 0.130}},
+	}
 }
 
 // RecallCeilings are the fixed budgets of the table.
-var RecallCeilings = []int{500, 1000, 2000, 4000, 8000}
+func RecallCeilings() []int { return []int{500, 1000, 2000, 4000, 8000} }
 
 func runRecall(ctx context.Context, recall RecallFunc, dbURL, file string, lg *logger) (*RecallResult, error) {
 	lg.printf("recall: perpetuity eval locomo %s", file)

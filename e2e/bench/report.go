@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -57,17 +58,17 @@ func durTarget(sec, what string, got, limit time.Duration, baseline string) Targ
 }
 
 func atLeastTarget(sec, what string, got, limit float64, unit, baseline string) Target {
-	t := Target{Section: sec, What: what, Measured: fmt.Sprintf("%.3g %s", got, unit), Baseline: baseline, Met: got >= limit}
+	t := Target{Section: sec, What: what, Measured: strings.TrimSpace(fmt.Sprintf("%.3g %s", got, unit)), Baseline: baseline, Met: got >= limit}
 	if !t.Met {
-		t.Miss = fmt.Sprintf("missed by %.3g %s (%.0f%% of the target)", limit-got, unit, 100*got/limit)
+		t.Miss = fmt.Sprintf("missed by %s (%.0f%% of the target)", strings.TrimSpace(fmt.Sprintf("%.3g %s", limit-got, unit)), 100*got/limit)
 	}
 	return t
 }
 
 func atMostTarget(sec, what string, got, limit float64, unit, baseline string) Target {
-	t := Target{Section: sec, What: what, Measured: fmt.Sprintf("%.4g %s", got, unit), Baseline: baseline, Met: got <= limit}
+	t := Target{Section: sec, What: what, Measured: strings.TrimSpace(fmt.Sprintf("%.4g %s", got, unit)), Baseline: baseline, Met: got <= limit}
 	if !t.Met {
-		t.Miss = fmt.Sprintf("missed by %.3g %s", got-limit, unit)
+		t.Miss = strings.TrimSpace(fmt.Sprintf("missed by %.3g %s", got-limit, unit))
 	}
 	return t
 }
@@ -127,7 +128,7 @@ func (r *Report) Targets() []Target {
 	}
 	if rc := r.Recall; rc != nil {
 		s := rc.Summary
-		bm := Baselines[0]
+		bm := Baselines()[0]
 		ts = append(ts,
 			id("recall-all", atLeastTarget("7", "dev set: all-evidence rate >= 0.85 (server frame)", s.Overall.AllEvidence, 0.85, "",
 				fmt.Sprintf("BM25 %.3f @4000", bm.AllAt[4000]))),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"time"
 
@@ -116,7 +117,7 @@ func (r *runner) run(ctx context.Context) error {
 		if r.rg, err = startRig(ctx, r.env.Start, r.dbURL, cfg.Chunks, cfg.ChunkDelay); err != nil {
 			return err
 		}
-		defer r.rg.close()
+		defer r.closeRig()
 	}
 	if cfg.has(SecProxy) {
 		if rep.Pass, err = runPassThrough(ctx, r.rg, r.db, r.bt, cfg, r.lg); err != nil {
@@ -150,6 +151,10 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 	}
+	// The server and its resident arenas go before the in-process scan and
+	// the eval, which would otherwise share the heap and the cores with them.
+	r.closeRig()
+	runtime.GC()
 	if cfg.has(SecScan) {
 		if rep.Scan, err = runScan(ctx, r.g, r.corpus, cfg.ScanSizes, cfg, r.lg); err != nil {
 			return err
@@ -163,7 +168,15 @@ func (r *runner) run(ctx context.Context) error {
 		case cfg.LocomoFile == "":
 			rep.Skipped = append(rep.Skipped, "7. recall: no LoCoMo file given (--locomo)")
 		default:
-			if rep.Recall, err = runRecall(ctx, r.env.Recall, r.dbURL, cfg.LocomoFile, r.lg); err != nil {
+			// A database of its own: the eval's figures do not depend on
+			// timing, but its captures slow down next to a million-item
+			// tenant (see the notes), and it need not wait for that.
+			dbURL, drop, _, _, err := scratchDatabase(ctx, r.env.DatabaseURL)
+			if err != nil {
+				return err
+			}
+			defer drop()
+			if rep.Recall, err = runRecall(ctx, r.env.Recall, dbURL, cfg.LocomoFile, r.lg); err != nil {
 				return err
 			}
 		}
@@ -217,6 +230,13 @@ func (r *runner) grow(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (r *runner) closeRig() {
+	if r.rg != nil {
+		r.rg.close()
+		r.rg = nil
+	}
 }
 
 // bodies are up to FrameCandidates stored bodies spread over the first n

@@ -23,9 +23,12 @@ type StartFunc func(ctx context.Context, databaseURL, openAIBase string) (baseUR
 type rig struct {
 	fake     *fakeprovider.Provider
 	upstream *httptest.Server
-	base     string // Perpetuity's base URL
-	stop     func()
-	client   *http.Client
+	// hop is the plainest Go proxy (hop.go) in front of the fake provider:
+	// what one more HTTP hop costs on this machine.
+	hop    *httptest.Server
+	base   string // Perpetuity's base URL
+	stop   func()
+	client *http.Client
 }
 
 // replyWords is what the fake answers: Chunks words, streamed one per delta.
@@ -51,23 +54,31 @@ func startRig(ctx context.Context, start StartFunc, dbURL string, chunks int, ch
 		return reply
 	})
 	up := httptest.NewServer(fake)
+	hop := httptest.NewServer(newHop(up.URL))
 	base, stop, err := start(ctx, dbURL, up.URL+"/v1")
 	if err != nil {
+		hop.Close()
 		up.Close()
 		return nil, fmt.Errorf("start perpetuity: %w", err)
 	}
-	return &rig{fake: fake, upstream: up, base: base, stop: stop, client: newClient(128)}, nil
+	return &rig{fake: fake, upstream: up, hop: hop, base: base, stop: stop, client: newClient(128)}, nil
 }
 
 func (r *rig) close() {
 	r.client.CloseIdleConnections()
 	r.stop()
+	r.hop.Close()
 	r.upstream.Close()
 }
 
 // direct is the fake provider's chat endpoint, called as a harness would.
 func (r *rig) direct() Endpoint {
 	return Endpoint{URL: r.upstream.URL + "/v1/chat/completions", Header: chatHeader()}
+}
+
+// viaHop is the same endpoint through the plainest Go proxy.
+func (r *rig) viaHop() Endpoint {
+	return Endpoint{URL: r.hop.URL + "/v1/chat/completions", Header: chatHeader()}
 }
 
 // proxied is the same endpoint through Perpetuity with key; extra headers

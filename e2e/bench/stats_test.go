@@ -71,3 +71,20 @@ func TestItemsLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestStmtName(t *testing.T) {
+	t.Parallel()
+	for sql, want := range map[string]string{
+		"begin": "begin",
+		"SELECT set_config('app.tenant_id', $1, true)":                          "set tenant",
+		"INSERT INTO messages (tenant_id) VALUES ($1)":                          "insert messages",
+		"UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1":            "update tenant_heads",
+		"SELECT i.id FROM items i JOIN retrieval_rows r ON r.item_id = i.id":    "select items+retrieval_rows",
+		"SELECT a FROM items i WHERE x = (SELECT max(id) FROM items p)":         "select items (subqueries)",
+		"WITH req AS (SELECT 1) INSERT INTO activations AS a SELECT * FROM req": "with … insert activations",
+	} {
+		if got := stmtName(sql); got != want {
+			t.Errorf("stmtName(%q) = %q, want %q", sql, got, want)
+		}
+	}
+}

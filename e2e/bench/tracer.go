@@ -94,33 +94,57 @@ func (t *stmtTracer) per(ops int) []Stmt {
 	return slices.Clip(out)
 }
 
-// stmtName names a statement by its verb and first table: "insert
-// messages", "update tenant_heads", "begin".
+// stmtName names a statement by its verb and tables: "insert messages",
+// "update tenant_heads", "select items+retrieval_rows", "begin". A select
+// with subqueries says so, to tell it from a plain one on the same table.
 func stmtName(sql string) string {
-	f := strings.Fields(strings.ToLower(sql))
+	f := strings.Fields(strings.ToLower(strings.NewReplacer("(", " ( ", ")", " ) ", ",", " , ").Replace(sql)))
 	if len(f) == 0 {
 		return "other"
 	}
-	after := func(word string) string {
+	next := func(word string) string {
 		for i := 0; i+1 < len(f); i++ {
 			if f[i] == word {
-				return " " + strings.Trim(f[i+1], "(),")
+				return f[i+1]
 			}
 		}
 		return ""
 	}
 	switch f[0] {
 	case "insert":
-		return "insert" + after("into")
+		return "insert " + next("into")
 	case "update":
-		return "update" + after("update")
+		return "update " + next("update")
 	case "delete":
-		return "delete" + after("from")
+		return "delete " + next("from")
+	case "with":
+		for _, w := range []string{"insert", "update", "delete"} {
+			if slices.Contains(f, w) {
+				return "with … " + stmtName(strings.Join(f[slices.Index(f, w):], " "))
+			}
+		}
+		return "with …"
 	case "select":
-		if strings.HasPrefix(f[len(f)-1], "set_config") || slices.ContainsFunc(f, func(w string) bool { return strings.HasPrefix(w, "set_config(") }) {
+		if slices.Contains(f, "set_config") {
 			return "set tenant"
 		}
-		return "select" + after("from")
+		var tables []string
+		for i := 0; i+1 < len(f); i++ {
+			if (f[i] == "from" || f[i] == "join") && f[i+1] != "(" && !slices.Contains(tables, f[i+1]) {
+				tables = append(tables, f[i+1])
+			}
+		}
+		name := "select " + strings.Join(tables, "+")
+		n := 0
+		for _, w := range f {
+			if w == "select" {
+				n++
+			}
+		}
+		if n > 1 {
+			name += " (subqueries)"
+		}
+		return name
 	}
 	return f[0]
 }

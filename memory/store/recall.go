@@ -125,7 +125,8 @@ const (
 	viewerClockSQL = `SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2`
 	warmSQL        = `SELECT a.item_id, a.t_last, a.peak, i.tau FROM activations a
 		JOIN items i ON i.tenant_id = a.tenant_id AND i.id = a.item_id
-		WHERE a.tenant_id = $1 AND a.viewer_id = $2 AND a.t_last >= $3`
+		WHERE a.tenant_id = $1 AND a.viewer_id = $2 AND a.t_last >= $3
+		ORDER BY a.t_last DESC LIMIT $4`
 	recentSQL = `SELECT id FROM items WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT $3`
 	renderSQL = `SELECT i.id, i.message_id, i.user_id, i.conversation_id, i.role,
 			CASE WHEN i.speaker <> '' THEN i.speaker WHEN i.role = 'user' THEN u.display_name ELSE 'assistant' END,
@@ -136,6 +137,10 @@ const (
 		JOIN conversations c ON c.tenant_id = i.tenant_id AND c.id = i.conversation_id
 		WHERE i.tenant_id = $1 AND i.id = ANY($2)`
 )
+
+// warmLimit bounds the warm read to the most recently activated items: a
+// frame renders far fewer, and the read must not grow with the memory.
+const warmLimit = 400
 
 // FrameInputs is what one frame needs from the store besides retrieval.
 type FrameInputs struct {
@@ -153,7 +158,7 @@ func (db *DB) ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID in
 		if err := tx.QueryRow(ctx, viewerClockSQL, tenantID, viewerID).Scan(&in.Clock); err != nil {
 			return notFound(err)
 		}
-		rows, err := tx.Query(ctx, warmSQL, tenantID, viewerID, in.Clock-horizon)
+		rows, err := tx.Query(ctx, warmSQL, tenantID, viewerID, in.Clock-horizon, warmLimit)
 		if err != nil {
 			return err
 		}

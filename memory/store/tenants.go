@@ -170,13 +170,22 @@ const ensureUserSQL = `INSERT INTO memory_users (tenant_id, name, display_name) 
 func (db *DB) EnsureUser(ctx context.Context, tenantID int64, name string) (int64, error) {
 	var id int64
 	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, ensureUserSQL, tenantID, name).Scan(&id)
+		// Read first: the common case writes nothing and commits without a WAL flush.
+		err := tx.QueryRow(ctx, findUserSQL, tenantID, name).Scan(&id)
+		if err == pgx.ErrNoRows {
+			err = tx.QueryRow(ctx, ensureUserSQL, tenantID, name).Scan(&id)
+		}
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ensure user: %w", err)
 	}
 	return id, nil
 }
+
+const findUserSQL = `SELECT id FROM memory_users WHERE tenant_id = $1 AND name = $2`
+
+const findConversationSQL = `SELECT id FROM conversations WHERE tenant_id = $1 AND user_id = $2 AND ext_key = $3`
 
 const ensureConversationSQL = `INSERT INTO conversations (tenant_id, user_id, ext_key, title) VALUES ($1, $2, $3, $4)
 	ON CONFLICT (tenant_id, user_id, ext_key) DO UPDATE SET ext_key = EXCLUDED.ext_key RETURNING id`
@@ -186,7 +195,11 @@ const ensureConversationSQL = `INSERT INTO conversations (tenant_id, user_id, ex
 func (db *DB) EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error) {
 	var id int64
 	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, ensureConversationSQL, tenantID, userID, extKey, title).Scan(&id)
+		err := tx.QueryRow(ctx, findConversationSQL, tenantID, userID, extKey).Scan(&id)
+		if err == pgx.ErrNoRows {
+			err = tx.QueryRow(ctx, ensureConversationSQL, tenantID, userID, extKey, title).Scan(&id)
+		}
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ensure conversation: %w", err)

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS retrieval_rows_item;
