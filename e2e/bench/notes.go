@@ -38,19 +38,17 @@ func (r *Report) notes(m *mdw) {
 	if p := r.Pass; p != nil && has("pass50", "pass99", "ttfb") {
 		key, conv, rec, trip := p.Component("key"), p.Component("conv"), p.Component("record"), p.Component("trip")
 		db := key.P50 + conv.P50
-		m.p("**Pass-through (§1).** Before it forwards anything, a pass-through request waits on two database")
-		m.p("statements: the key lookup (p50 %s ms) and the conversation upsert (p50 %s ms), which writes and commits,", ms(key.P50), ms(conv.P50))
-		m.p("and so waits for the WAL flush, even when the conversation already exists. Timed alone they make %s ms", ms(db))
-		m.p("of the %s ms added at p50 (%.0f%%). One more HTTP hop through the plainest Go proxy adds %s ms here.",
-			ms(p.C1.Added50), pct(db, p.C1.Added50), ms(p.Hop.Added50))
-		if rest := p.C1.Added50 - db - p.Hop.Added50; rest > 0 {
+		m.p("**Pass-through (§1).** Timed alone, the key lookup costs %s ms at p50 and the conversation lookup %s ms", ms(key.P50), ms(conv.P50))
+		m.p("(together %s ms, %.0f%% of the %s ms added). Resolved keys are cached for 2 s per process and a request",
+			ms(db), pct(db, p.C1.Added50), ms(p.C1.Added50))
+		m.p("with capture and recall off asks for no conversation, so neither sits on every request; the first")
+		m.p("request of a key each 2 s still pays the lookup. One more HTTP hop through the plainest Go proxy adds %s ms here.",
+			ms(p.Hop.Added50))
+		if rest := p.C1.Added50 - p.Hop.Added50; rest > 0 {
 			m.p("The remaining %s ms is Perpetuity's own handling (reading the body, parsing and re-encoding it,", ms(rest))
-			m.p("routing) and the contention described next.")
-		} else {
-			m.p("Those two account for all of it in this run (the statements timed alone met a busier disk).")
+			m.p("routing, the occasional key lookup) and the contention described next.")
 		}
-		m.p("The same two statements come before the upstream call of a")
-		m.p("stream: the first event arrives %s ms later at p50, against %s ms for the plain hop.",
+		m.p("For a stream the first event arrives %s ms later at p50, against %s ms for the plain hop.",
 			ms(p.TTFB.Added50), ms(p.HopTTFB.Added50))
 		m.p("After the reply each request also commits its request record (p50 %s ms), on the same cores and", ms(rec.P50))
 		m.p("through the same connection pool (%d connections, pgxpool's default for this machine): that is what the", p.PoolConns)
@@ -61,8 +59,7 @@ func (r *Report) notes(m *mdw) {
 			m.p("and requests wait in line: %s ms added at p50.", ms(p.CMany.Added50))
 		}
 		m.p("A bare round trip costs %s ms here.", ms(trip.P50))
-		m.p("Resolving keys and known conversations from an in-process cache (dropped on revocation) and writing")
-		m.p("request records in batches would take the database off the pass-through path.")
+		m.p("Writing request records in batches would take the last database write off the request's path.")
 		m.p("")
 	}
 	if p := r.Pass; p != nil && has("chunk") {
@@ -89,32 +86,28 @@ func (r *Report) notes(m *mdw) {
 		if mp != nil {
 			m.p("At 250k items the memory path alone takes %s ms at p50: capture %s ms and frame %s ms.",
 				ms(mp.Total.P50), ms(mp.Capture.P50), ms(mp.Frame.P50))
-			m.p("Pricing up to %d frame candidates with the embedded BPE counter takes %s ms by itself (%.0f%% of",
-				mp.CountBodies, ms(mp.Count.P50), pct(mp.Count.P50, mp.Frame.P50))
-			m.p("the frame): `fit` counts each candidate's rendered body every turn (memory/frame.go, `itemCost`),")
-			m.p("although every item's token count is stored at capture.")
+			m.p("(For scale: counting up to %d candidate bodies with the BPE counter would take %s ms; the first pass",
+				mp.CountBodies, ms(mp.Count.P50))
+			m.p("prices candidates by their token counts stored at capture, and only the rendered frame is counted.)")
 			if top := topStmts(mp.Statements, 3); len(top) > 0 {
 				m.p("The database takes %s ms of the turn (traced, mean); the largest pieces are %s. The warm read",
 					ms(stmtSum(mp.Statements)), strings.Join(top, ", "))
-				m.p("(`select activations+items`) returns every activation of the asking user still inside the decay horizon,")
-				m.p("which grows with what the user has stored; each of the turn's transactions (begin, `set_config`,")
-				m.p("commit) costs round trips of its own.")
+				m.p("(`select activations+items`) is bounded to the 400 most recently activated items; each of the turn's")
+				m.p("transactions (begin, `set_config`, commit) costs round trips of its own.")
 			}
 		}
 		if pl != nil && r.Pass != nil {
 			m.p("The pipeline adds %s ms at p50 over calling the provider directly: the memory path, plus what every", ms(pl.Added50))
-			m.p("request pays on the pass-through path (key lookup and conversation upsert: %s ms, §1), the second",
-				ms(r.Pass.Component("key").P50+r.Pass.Component("conv").P50))
+			m.p("request with memory pays for its conversation lookup (%s ms, §1), the second",
+				ms(r.Pass.Component("conv").P50))
 			m.p("hop, and the previous reply's capture (a second capture per request, which takes the tenant's head lock")
 			m.p("the next live capture waits for) and request record, all after each response on the same cores.")
 		}
 		if c := r.Capture; c != nil && mp != nil && mp.Capture.P50 > 2*c.Capture.P50 {
 			m.p("Capture into the 250k tenant (%s ms) is %.1fx a capture into the small tenant of §3 (%s ms): its cost",
 				ms(mp.Capture.P50), float64(mp.Capture.P50)/float64(c.Capture.P50), ms(c.Capture.P50))
-			m.p("grows with the tenant. The deferred `items_rows_per_version` check that runs for every new item at")
-			m.p("commit first looks the item's retrieval rows up by tenant and item alone, which no index serves (the key")
-			m.p("is tenant, dictionary version, item): that lookup takes %s ms at this size, and grows linearly with the", ms(mp.RowLookup))
-			m.p("table. An index on retrieval_rows (tenant_id, item_id), or naming the version in the check, fixes it.")
+			m.p("grows with the tenant. The deferred `items_rows_per_version` check looks each new item's retrieval")
+			m.p("rows up by tenant and item (indexed since migration 4): that lookup takes %s ms at this size.", ms(mp.RowLookup))
 		}
 		m.p("")
 	}
