@@ -122,14 +122,22 @@ func databaseURL(ctx context.Context, e env) (string, error) {
 	if u := e.getenv("DATABASE_URL"); u != "" {
 		return u, nil
 	}
-	return devDatabase(ctx, e.getenv, ".data", e.stderr)
+	return devDatabase(ctx, e.getenv, dataDir(e), e.stderr)
 }
 
 func runDevDB(ctx context.Context, e env, args []string) error {
-	u, err := devDatabase(ctx, e.getenv, ".data", e.stderr)
+	u, err := devDatabase(ctx, e.getenv, dataDir(e), e.stderr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, strings.TrimSpace(u))
 	return nil
+}
+
+// dataDir is where development commands keep local state.
+func dataDir(e env) string {
+	if d := e.getenv("PERPETUITY_DATA_DIR"); d != "" {
+		return d
+	}
+	return ".data"
 }

@@ -124,18 +124,18 @@ func runDev(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	getenv := func(k string) string {
+	outer := e.getenv
+	e.getenv = func(k string) string {
 		if k == "DATABASE_URL" {
 			return u
 		}
-		return e.getenv(k)
+		return outer(k)
 	}
-	e.getenv = getenv
 	cfg, db, err := openStore(ctx, e)
 	if err != nil {
 		return err
 	}
-	nt, err := demoTenant(ctx, db, filepath.Join(".data", "demo.json"))
+	nt, err := demoTenant(ctx, db, filepath.Join(dataDir(e), "demo.json"))
 	db.Close()
 	if err != nil {
 		return err

@@ -46,6 +46,7 @@ var envVars = []envVar{
 	{"PERPETUITY_MAX_BODY_BYTES", "33554432", "Largest accepted request body in bytes."},
 	{"PERPETUITY_CAPTURE_TIMEOUT", "10s", "How long a capture may take, independent of the client connection."},
 	{"PERPETUITY_FRAME_CEILING", "8000", "Most tokens a memory frame may take."},
+	{"PERPETUITY_DATA_DIR", ".data", "Where `make run` keeps its private PostgreSQL cluster and the demo tenant's key (development only)."},
 	{"PERPETUITY_TOOL_ROUNDS", "3", "Most provider calls one request may take when the model uses the memory tools; the last must answer. 1 turns the tools off."},
 }
 
