@@ -77,8 +77,12 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	ec.GET("/readyz", readyz(db, eng))
 	go func() {
-		ids, err := db.TenantIDs(ctx)
+		tenants, err := db.Tenants(ctx)
 		if err == nil {
+			ids := make([]int64, len(tenants))
+			for i, t := range tenants {
+				ids[i] = t.ID
+			}
 			err = eng.Warm(ctx, ids)
 		}
 		if err != nil && ctx.Err() == nil {

@@ -119,9 +119,9 @@ func clamp(v, def, max int) int {
 	return min(v, max)
 }
 
-// search ranks the visible items for a query, leaving out what was shown.
-func (e *Engine) search(ctx context.Context, st *ToolState, query string, k int) ([]arena.Hit, error) {
-	r, err := e.res.current(ctx, st.Who.TenantID)
+// search ranks the user's items for a query, leaving out those in exclude.
+func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclude map[int64]bool) ([]arena.Hit, error) {
+	r, err := e.res.current(ctx, who.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +133,11 @@ func (e *Engine) search(ctx context.Context, st *ToolState, query string, k int)
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	exclude := make([]int64, 0, len(st.Shown))
-	for id := range st.Shown {
-		exclude = append(exclude, id)
+	ids := make([]int64, 0, len(exclude))
+	for id := range exclude {
+		ids = append(ids, id)
 	}
-	return r.arena.Search(arena.Query{Terms: terms, Users: []int64{st.Who.UserID}, Exclude: exclude, K: k}), nil
+	return r.arena.Search(arena.Query{Terms: terms, Users: []int64{who.UserID}, Exclude: ids, K: k}), nil
 }
 
 func (e *Engine) toolSearch(ctx context.Context, st *ToolState, query, from, to string, conv int64, limit int) (string, error) {
@@ -148,7 +148,7 @@ func (e *Engine) toolSearch(ctx context.Context, st *ToolState, query, from, to 
 	if msg != "" {
 		return "error: " + msg, nil
 	}
-	hits, err := e.search(ctx, st, query, limit*5)
+	hits, err := e.search(ctx, st.Who, query, limit*5, st.Shown)
 	if err != nil {
 		return "", err
 	}
@@ -239,10 +239,7 @@ func (e *Engine) toolCount(ctx context.Context, st *ToolState, query, by string,
 		return "error: by must be conversation, month or speaker", nil
 	}
 	// Counting is over all matches, shown or not; examples are only new ones.
-	saved := st.Shown
-	st.Shown = map[int64]bool{}
-	hits, err := e.search(ctx, st, query, 300)
-	st.Shown = saved
+	hits, err := e.search(ctx, st.Who, query, 300, nil)
 	if err != nil {
 		return "", err
 	}
@@ -370,8 +367,7 @@ func dateRange(from, to string) (lo, hi time.Time, msg string) {
 // Rank returns the ids of a user's items that best match query, best first,
 // as retrieval ranks them (the console's memory browser).
 func (e *Engine) Rank(ctx context.Context, tenantID, userID int64, query string, limit int) ([]int64, error) {
-	st := &ToolState{Who: Who{TenantID: tenantID, UserID: userID}, Shown: map[int64]bool{}}
-	hits, err := e.search(ctx, st, query, limit)
+	hits, err := e.search(ctx, Who{TenantID: tenantID, UserID: userID}, query, limit, nil)
 	if err != nil {
 		return nil, err
 	}

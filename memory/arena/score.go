@@ -90,12 +90,6 @@ func prepare(q Query, n int, totalLen uint64, df func(TermID) int, k1, b float64
 	return p
 }
 
-// ratio is the BM25 saturation f*(k1+1)/(f+norm). For norm >= 0 it grows
-// with f, which is what lets a larger f bound a smaller one.
-func (p *bm25) ratio(f float64, length uint32) float64 {
-	return f * p.k1p1 / (f + p.c0 + p.c1*float64(length))
-}
-
 // score is THE exact score of an item from its encoded terms (codec.go):
 // every path calls it, so equal items get bit-identical scores and ties are
 // real ties. It walks the item's terms and the query's, both ascending,

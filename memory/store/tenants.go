@@ -171,7 +171,7 @@ func (db *DB) EnsureUser(ctx context.Context, tenantID int64, name string) (int6
 	var id int64
 	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
 		// Read first: the common case writes nothing and commits without a WAL flush.
-		err := tx.QueryRow(ctx, findUserSQL, tenantID, name).Scan(&id)
+		err := tx.QueryRow(ctx, userByNameSQL, tenantID, name).Scan(&id)
 		if err == pgx.ErrNoRows {
 			err = tx.QueryRow(ctx, ensureUserSQL, tenantID, name).Scan(&id)
 		}
@@ -182,8 +182,6 @@ func (db *DB) EnsureUser(ctx context.Context, tenantID int64, name string) (int6
 	}
 	return id, nil
 }
-
-const findUserSQL = `SELECT id FROM memory_users WHERE tenant_id = $1 AND name = $2`
 
 const findConversationSQL = `SELECT id FROM conversations WHERE tenant_id = $1 AND user_id = $2 AND ext_key = $3`
 
@@ -236,16 +234,4 @@ func (db *DB) DeleteTenant(ctx context.Context, tenantID int64) error {
 		}
 		return nil
 	})
-}
-
-const tenantIDsSQL = `SELECT id FROM tenants ORDER BY id`
-
-// TenantIDs lists every tenant, for process-wide work (arena warm-up,
-// integrity runs). It reads ids only, never tenant data.
-func (db *DB) TenantIDs(ctx context.Context) ([]int64, error) {
-	rows, err := db.Pool.Query(ctx, tenantIDsSQL)
-	if err != nil {
-		return nil, fmt.Errorf("list tenants: %w", err)
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
