@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 GOFILES = $(shell find . -name '*.go' -not -path './.data/*' -not -path './node_modules/*')
 
-.PHONY: run test build vet fmtcheck generate bench clean deps
+.PHONY: run test build vet fmtcheck generate bench clean deps reliability
 
 run:
 	$(GO) run ./cmd/perpetuity dev
@@ -42,6 +42,14 @@ bench:
 	export DATABASE_URL; \
 	locomo=../shared/bench/locomo-dev.json; [ -f "$$locomo" ] || locomo=; \
 	$(GO) run ./cmd/perpetuity bench all --locomo "$$locomo" --out BENCHMARKS.md
+
+# reliability runs issue 9's suite in its full form (tens of minutes) and
+# writes RELIABILITY.md; `make test` runs the same tests with small N.
+reliability:
+	@DATABASE_URL="$$($(GO) run ./cmd/perpetuity devdb)" || exit 1; \
+	export DATABASE_URL; dir="$$(mktemp -d)"; \
+	RELIABILITY=full RELIABILITY_DIR="$$dir" $(GO) test -count=1 -p 1 -timeout 85m -v ./e2e/reliability/...; st=$$?; \
+	$(GO) run ./e2e/reliability/report --dir "$$dir" --out RELIABILITY.md --test-exit $$st
 
 clean:
 	rm -rf bin
