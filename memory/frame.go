@@ -67,7 +67,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	}
 	cands := e.candidates(q, hits, nbs, in)
 	render := time.Now()
-	f, shown, err := e.fit(ctx, q, cands, budget)
+	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, in), budget)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -174,6 +174,63 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []store.Neighbor
 	return out
 }
 
+// priceList gathers the stored token counts of the candidates, from the
+// arena for matches and from the frame's own reads for the rest.
+func priceList(a *arena.Arena, hits []arena.Hit, nbs []store.Neighbors, in store.FrameInputs) map[int64]int {
+	toks := make(map[int64]int, len(in.Tokens)+3*len(hits))
+	for id, t := range in.Tokens {
+		toks[id] = t
+	}
+	for _, h := range hits {
+		if it, ok := a.Meta(h.Index); ok && it.ID == h.ID {
+			toks[h.ID] = int(it.Tokens)
+		}
+	}
+	for _, nb := range nbs {
+		if nb.Prev != 0 {
+			toks[nb.Prev] = int(nb.PrevTokens)
+		}
+		if nb.Next != 0 {
+			toks[nb.Next] = int(nb.NextTokens)
+		}
+	}
+	return toks
+}
+
+// Pricing candidates by their stored token counts before reading any text
+// keeps the frame's one text read to about the frame itself rather than
+// every candidate (hundreds of bodies and their joins were the largest cost
+// of a turn). The label is estimated low and the cut made a little past the
+// budget, so the exact pass that follows sees every candidate it would have
+// chosen from the full list.
+const (
+	labelEstimate = 3
+	priceMargin   = 1.2
+)
+
+// preselect keeps, in priority order, the candidates an estimated pricing
+// can fit in budget×priceMargin, every mandatory one, and any it cannot
+// price.
+func preselect(cands []cand, toks map[int64]int, budget int) []cand {
+	limit := int(float64(budget) * priceMargin)
+	out := make([]cand, 0, len(cands))
+	spent := 0
+	for _, c := range cands {
+		t, ok := toks[c.id]
+		if !ok {
+			out = append(out, c)
+			continue
+		}
+		cost := t + labelEstimate
+		if !c.mandatory && spent+cost > limit {
+			continue
+		}
+		out = append(out, c)
+		spent += cost
+	}
+	return out
+}
+
 // mandatoryHits is how many of the best matches are never trimmed.
 const mandatoryHits = 3
 
@@ -184,10 +241,12 @@ const fetchLimit = 400
 // priority order by their stored token counts until the budget is spent;
 // pass two renders the text and, while the rendered tokens exceed the
 // budget, drops the lowest-priority non-mandatory item.
-func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, budget int) (Frame, map[int64]bool, error) {
+func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[int64]int, budget int) (Frame, map[int64]bool, error) {
+	all := len(cands)
 	if len(cands) > fetchLimit {
 		cands = cands[:fetchLimit]
 	}
+	cands = preselect(cands, toks, budget)
 	ids := make([]int64, len(cands))
 	for i, c := range cands {
 		ids[i] = c.id
@@ -218,7 +277,7 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, budget int
 		costs[c.id] = cost
 		spent += cost
 	}
-	if len(cands) < len(ids) {
+	if len(cands) < all {
 		trimmed = true
 	}
 	// Headers, time labels and the preamble cost a little more than the

@@ -67,6 +67,23 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 	r := rs.get(tenantID)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.dict != 0 {
+		// A loaded arena asks for what is new straight away: one round trip
+		// that reads the head too, and usually finds this turn's own capture.
+		start := time.Now()
+		cu, err := rs.st.ReadCatchUp(ctx, tenantID, r.watermark, r.dict)
+		if err != nil {
+			return view{}, err
+		}
+		if cu.Head.DictVersion == r.dict {
+			if cu.Head.Seq != r.watermark {
+				apply(r.arena, cu)
+				r.watermark = cu.Head.Seq
+				rs.observe("catchup", time.Since(start))
+			}
+			return r.view(), nil
+		}
+	}
 	head, err := rs.st.ReadHead(ctx, tenantID)
 	if err != nil {
 		return view{}, err
@@ -158,6 +175,6 @@ func toArenaItem(it store.ArenaItem) arena.Item {
 	return arena.Item{
 		ID: it.ID, Seq: it.Seq, User: it.UserID, Conv: it.ConvID,
 		Terms: terms, Freqs: freqs, Length: uint32(it.Length),
-		BornClock: it.BornClock, Tau: float32(it.Tau),
+		BornClock: it.BornClock, Tau: float32(it.Tau), Tokens: uint32(max(it.Tokens, 0)),
 	}
 }

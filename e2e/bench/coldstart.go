@@ -110,6 +110,6 @@ func toArenaItem(it *store.ArenaItem) arena.Item {
 	return arena.Item{
 		ID: it.ID, Seq: it.Seq, User: it.UserID, Conv: it.ConvID,
 		Terms: terms, Freqs: freqs, Length: uint32(it.Length),
-		BornClock: it.BornClock, Tau: float32(it.Tau),
+		BornClock: it.BornClock, Tau: float32(it.Tau), Tokens: uint32(max(it.Tokens, 0)),
 	}
 }

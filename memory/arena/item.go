@@ -20,6 +20,7 @@ type Item struct {
 	Length    uint32   // length in terms, for BM25 length normalisation (0: sum of Freqs)
 	BornClock int64    // clock position at birth
 	Tau       float32  // decay constant fixed at birth
+	Tokens    uint32   // model tokens of the body: the frame prices hits without reading them
 }
 
 // canonical returns terms sorted ascending without duplicates, frequencies

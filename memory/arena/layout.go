@@ -66,6 +66,7 @@ type chunk struct {
 	convs []int64
 	born  []int64
 	taus  []float32
+	toks  []uint32
 	lens  []uint32
 	tfmax []uint8            // max term frequency of the item, 255 meaning >= 255
 	offs  []uint32           // item i's terms are enc[offs[i]:offs[i+1]]
@@ -86,6 +87,7 @@ func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32) {
 	c.convs = append(c.convs, it.Conv)
 	c.born = append(c.born, it.BornClock)
 	c.taus = append(c.taus, it.Tau)
+	c.toks = append(c.toks, it.Tokens)
 	c.lens = append(c.lens, length)
 	sig := signature(terms, freqs)
 	tf := uint16(0)
@@ -107,6 +109,7 @@ func (c *chunk) seal() {
 	c.convs = trim(c.convs)
 	c.born = trim(c.born)
 	c.taus = trim(c.taus)
+	c.toks = trim(c.toks)
 	c.lens = trim(c.lens)
 	c.tfmax = trim(c.tfmax)
 	c.offs = trim(c.offs)
@@ -131,7 +134,7 @@ func (c *chunk) terms(i int) []byte { return c.enc[c.offs[i]:c.offs[i+1]] }
 func (c *chunk) meta(i int) Item {
 	return Item{
 		ID: c.ids[i], Seq: c.seqs[i], User: c.user, Conv: c.convs[i],
-		Length: c.lens[i], BornClock: c.born[i], Tau: c.taus[i],
+		Length: c.lens[i], BornClock: c.born[i], Tau: c.taus[i], Tokens: c.toks[i],
 	}
 }
 
@@ -147,7 +150,7 @@ func (c *chunk) item(i int, terms []TermID, freqs []uint16) Item {
 func (c *chunk) bytes() int {
 	return int(unsafe.Sizeof(*c)) +
 		8*(cap(c.ids)+cap(c.seqs)+cap(c.convs)+cap(c.born)+sigWords*cap(c.sig[0])) +
-		4*(cap(c.taus)+cap(c.lens)+cap(c.offs)) + cap(c.enc) + cap(c.tfmax)
+		4*(cap(c.taus)+cap(c.toks)+cap(c.lens)+cap(c.offs)) + cap(c.enc) + cap(c.tfmax)
 }
 
 // Hit.Index packs the chunk slot and the position in the chunk.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,13 +63,16 @@ const (
 		WHERE tenant_id = $1 AND id = $2 RETURNING clock`
 	// Taking the head row lock orders this transaction's commit against every
 	// other capture, purge and flip of the tenant: the watermark is gap-free.
-	bumpHeadSQL    = `UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1 RETURNING seq`
+	bumpHeadSQL = `UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1 RETURNING seq`
+	// The items take the clock and head this transaction has just advanced
+	// (and holds locked), read back in the same batch.
 	insertItemsSQL = `INSERT INTO items
 		(tenant_id, message_id, user_id, conversation_id, role, speaker, part, body, tokens, token_count,
 		 born_clock, born_at, tau, novelty, seq)
 		SELECT $1, $2, $3, $4, $5, $6, p.part, p.body, ARRAY(SELECT jsonb_array_elements_text(p.tokens)), p.token_count,
-		       $7, $8, p.tau, p.novelty, $9
-		FROM unnest($10::int[], $11::text[], $12::jsonb[], $13::int[], $14::float8[], $15::real[])
+		       (SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $3), $7, p.tau, p.novelty,
+		       (SELECT seq FROM tenant_heads WHERE tenant_id = $1)
+		FROM unnest($8::int[], $9::text[], $10::jsonb[], $11::int[], $12::float8[], $13::real[])
 		     AS p(part, body, tokens, token_count, tau, novelty)
 		ORDER BY p.part
 		RETURNING id`
@@ -91,75 +95,111 @@ const BornPeak = 1.0
 // retrieval rows, the frequency counts, the born-hot activation and the clock
 // advance. A message whose fingerprint the conversation already holds is a
 // retry: nothing is written and Duplicate is set.
+//
+// Capture sits on every turn's path, so the transaction is sent as three
+// pipelined batches (message; clock, head and items; rows, counts,
+// activation and COMMIT) rather than a round trip per statement: each batch
+// needs ids the previous one returned.
 func (db *DB) Capture(ctx context.Context, c Capture) (Captured, error) {
-	var out Captured
 	if len(c.Items) == 0 {
-		return out, fmt.Errorf("capture: message has no items")
+		return Captured{}, fmt.Errorf("capture: message has no items")
 	}
-	err := db.InTenant(ctx, c.TenantID, func(tx pgx.Tx) error {
-		out = Captured{}
-		err := tx.QueryRow(ctx, insertMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
-			c.Position, c.Fingerprint, c.Interrupted, c.CreatedAt).Scan(&out.MessageID)
-		if err == pgx.ErrNoRows {
-			out.Duplicate = true
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("insert message: %w", err)
-		}
-		if db.afterMessage != nil {
-			db.afterMessage()
-		}
-		if err := tx.QueryRow(ctx, advanceClockSQL, c.TenantID, c.UserID, c.ClockAdvance).Scan(&out.Clock); err != nil {
-			return fmt.Errorf("advance clock: %w", notFound(err))
-		}
-		if err := tx.QueryRow(ctx, bumpHeadSQL, c.TenantID).Scan(&out.Seq); err != nil {
-			return fmt.Errorf("bump tenant head: %w", notFound(err))
-		}
-		n := len(c.Items)
-		parts, tcs := make([]int32, n), make([]int32, n)
-		bodies, toks := make([]string, n), make([][]string, n)
-		taus, novs := make([]float64, n), make([]float32, n)
-		for i, it := range c.Items {
-			parts[i], bodies[i], toks[i], tcs[i], taus[i], novs[i] = int32(i), it.Body, it.Tokens, int32(it.TokenCount), it.Tau, it.Novelty
-		}
-		rows, err := tx.Query(ctx, insertItemsSQL, c.TenantID, out.MessageID, c.UserID, c.ConversationID, c.Role, c.Speaker,
-			out.Clock, c.CreatedAt, out.Seq, parts, bodies, toks, tcs, taus, novs)
-		if err != nil {
-			return fmt.Errorf("insert items: %w", err)
-		}
-		out.ItemIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return fmt.Errorf("insert items: %w", err)
-		}
-		b := &pgx.Batch{}
-		stats := map[int]map[int32]int32{}
-		lengths := map[int]int64{}
-		for i, it := range c.Items {
-			for _, r := range it.Rows {
-				b.Queue(insertRetrievalRowSQL, c.TenantID, r.DictVersion, out.ItemIDs[i], r.TermIDs, r.Freqs, r.Length)
-				if stats[r.DictVersion] == nil {
-					stats[r.DictVersion] = map[int32]int32{}
-				}
-				for _, t := range r.TermIDs {
-					stats[r.DictVersion][t]++
-				}
-				lengths[r.DictVersion] += int64(r.Length)
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return Captured{}, fmt.Errorf("capture: acquire connection: %w", err)
+	}
+	defer conn.Release()
+	out, err := db.capture(ctx, conn.Conn(), c)
+	if err != nil {
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			if _, rerr := conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
+				conn.Conn().PgConn().Close(context.WithoutCancel(ctx)) //nolint:errcheck // the pool drops a closed connection
 			}
 		}
-		for _, v := range sortedKeys(stats) {
-			terms, counts := sortedCounts(stats[v])
-			b.Queue(bumpTermStatsSQL, c.TenantID, v, terms, counts)
-			b.Queue(bumpCorpusSQL, c.TenantID, v, n, lengths[v])
+		return Captured{}, fmt.Errorf("capture: %w", err)
+	}
+	return out, nil
+}
+
+func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured, error) {
+	var out Captured
+	inserted := false
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(setTenantSQL, strconv.FormatInt(c.TenantID, 10))
+	b.Queue(insertMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
+		c.Position, c.Fingerprint, c.Interrupted, c.CreatedAt).Query(func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&out.MessageID}, func() error { inserted = true; return nil })
+		return err
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return out, fmt.Errorf("insert message: %w", err)
+	}
+	if !inserted {
+		if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
+			return out, err
 		}
-		b.Queue(bornHotSQL, c.TenantID, c.UserID, out.ItemIDs, out.Clock, BornPeak)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("store retrieval rows and activation: %w", err)
+		return Captured{Duplicate: true}, nil
+	}
+	if db.afterMessage != nil {
+		db.afterMessage()
+	}
+
+	n := len(c.Items)
+	parts, tcs := make([]int32, n), make([]int32, n)
+	bodies, toks := make([]string, n), make([][]string, n)
+	taus, novs := make([]float64, n), make([]float32, n)
+	for i, it := range c.Items {
+		parts[i], bodies[i], toks[i], tcs[i], taus[i], novs[i] = int32(i), it.Body, it.Tokens, int32(it.TokenCount), it.Tau, it.Novelty
+	}
+	b = &pgx.Batch{}
+	b.Queue(advanceClockSQL, c.TenantID, c.UserID, c.ClockAdvance).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&out.Clock); err != nil {
+			return fmt.Errorf("advance clock: %w", notFound(err))
 		}
 		return nil
 	})
-	if err != nil {
-		return Captured{}, fmt.Errorf("capture: %w", err)
+	b.Queue(bumpHeadSQL, c.TenantID).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&out.Seq); err != nil {
+			return fmt.Errorf("bump tenant head: %w", notFound(err))
+		}
+		return nil
+	})
+	b.Queue(insertItemsSQL, c.TenantID, out.MessageID, c.UserID, c.ConversationID, c.Role, c.Speaker,
+		c.CreatedAt, parts, bodies, toks, tcs, taus, novs).Query(func(rows pgx.Rows) (err error) {
+		if out.ItemIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return fmt.Errorf("insert items: %w", err)
+		}
+		return nil
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return out, err
+	}
+
+	b = &pgx.Batch{}
+	stats := map[int]map[int32]int32{}
+	lengths := map[int]int64{}
+	for i, it := range c.Items {
+		for _, r := range it.Rows {
+			b.Queue(insertRetrievalRowSQL, c.TenantID, r.DictVersion, out.ItemIDs[i], r.TermIDs, r.Freqs, r.Length)
+			if stats[r.DictVersion] == nil {
+				stats[r.DictVersion] = map[int32]int32{}
+			}
+			for _, t := range r.TermIDs {
+				stats[r.DictVersion][t]++
+			}
+			lengths[r.DictVersion] += int64(r.Length)
+		}
+	}
+	for _, v := range sortedKeys(stats) {
+		terms, counts := sortedCounts(stats[v])
+		b.Queue(bumpTermStatsSQL, c.TenantID, v, terms, counts)
+		b.Queue(bumpCorpusSQL, c.TenantID, v, n, lengths[v])
+	}
+	b.Queue(bornHotSQL, c.TenantID, c.UserID, out.ItemIDs, out.Clock, BornPeak)
+	b.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return out, fmt.Errorf("store retrieval rows and activation: %w", err)
 	}
 	return out, nil
 }

@@ -53,7 +53,7 @@ func (r *IntegrityReader) Rollouts(ctx context.Context) ([]Rollout, error) {
 
 // LogEvents are the purges and flips with after < seq <= upto.
 func (r *IntegrityReader) LogEvents(ctx context.Context, after, upto int64) ([]LogEvent, error) {
-	rows, err := r.tx.Query(ctx, catchUpLogSQL, r.tenantID, after, upto)
+	rows, err := r.tx.Query(ctx, logRangeSQL, r.tenantID, after, upto)
 	if err != nil {
 		return nil, fmt.Errorf("integrity log: %w", err)
 	}
@@ -254,6 +254,11 @@ const (
 	getReportSQL      = `SELECT ` + reportCols + ` FROM integrity_reports WHERE tenant_id = $1 AND id = $2`
 	listViolationsSQL = `SELECT invariant, item_id, detail, rows FROM integrity_violations WHERE tenant_id = $1 AND report_id = $2 ORDER BY n LIMIT $3`
 	auditIntegritySQL = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail) VALUES ($1, $2, $3, 'integrity.check', $4, $5)`
+	// One INSERT from arrays, not COPY: PostgreSQL refuses COPY FROM into a
+	// table under row-level security.
+	insertViolationsSQL = `INSERT INTO integrity_violations (tenant_id, report_id, n, invariant, item_id, detail, rows)
+		SELECT $1, $2, v.n, v.invariant, v.item_id, v.detail, v.rows::jsonb
+		FROM unnest($3::int[], $4::text[], $5::bigint[], $6::text[], $7::text[]) AS v(n, invariant, item_id, detail, rows)`
 )
 
 // StartIntegrityReport records that a check began; the report stays
@@ -289,16 +294,17 @@ func (db *DB) FinishIntegrityReport(ctx context.Context, rep IntegrityReport, vs
 			return ErrNotFound
 		}
 		if len(vs) > 0 {
-			rows := make([][]any, len(vs))
+			ns := make([]int32, len(vs))
+			invs, details, rowsJSON := make([]string, len(vs)), make([]string, len(vs)), make([]string, len(vs))
+			items := make([]*int64, len(vs))
 			for i, v := range vs {
 				r := v.Rows
 				if len(r) == 0 {
 					r = json.RawMessage("[]")
 				}
-				rows[i] = []any{rep.TenantID, rep.ID, int32(i + 1), v.Invariant, v.ItemID, v.Detail, string(r)}
+				ns[i], invs[i], items[i], details[i], rowsJSON[i] = int32(i+1), v.Invariant, v.ItemID, v.Detail, string(r)
 			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"integrity_violations"},
-				[]string{"tenant_id", "report_id", "n", "invariant", "item_id", "detail", "rows"}, pgx.CopyFromRows(rows)); err != nil {
+			if _, err := tx.Exec(ctx, insertViolationsSQL, rep.TenantID, rep.ID, ns, invs, items, details, rowsJSON); err != nil {
 				return fmt.Errorf("store violations: %w", err)
 			}
 		}

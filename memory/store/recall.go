@@ -25,6 +25,7 @@ type ArenaItem struct {
 	TermIDs   []int32
 	Freqs     []int16
 	Length    int32
+	Tokens    int32 // model tokens of the body, for pricing the frame without reading it
 }
 
 // LogEvent is a purge or a dictionary flip in the tenant's log.
@@ -43,12 +44,18 @@ type CatchUp struct {
 }
 
 const (
-	headSQL        = `SELECT seq, dict_version FROM tenant_heads WHERE tenant_id = $1`
-	catchUpItemSQL = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau, r.term_ids, r.term_freqs, r.length
-		FROM items i JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id AND r.dict_version = $4
-		WHERE i.tenant_id = $1 AND i.seq > $2 AND i.seq <= $3
+	headSQL = `SELECT seq, dict_version FROM tenant_heads WHERE tenant_id = $1`
+	// The catch-up statements read their upper bound (and, when asked for
+	// version 0, the dictionary version) from the head in the same snapshot,
+	// so the whole catch-up is one round trip.
+	catchUpItemSQL = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau, r.term_ids, r.term_freqs, r.length, i.token_count
+		FROM items i JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id
+			AND r.dict_version = COALESCE(NULLIF($3::int, 0), (SELECT dict_version FROM tenant_heads WHERE tenant_id = $1))
+		WHERE i.tenant_id = $1 AND i.seq > $2 AND i.seq <= (SELECT seq FROM tenant_heads WHERE tenant_id = $1)
 		ORDER BY i.seq, i.id`
 	catchUpLogSQL = `SELECT seq, kind, user_id, dict_version FROM tenant_log
+		WHERE tenant_id = $1 AND seq > $2 AND seq <= (SELECT seq FROM tenant_heads WHERE tenant_id = $1) ORDER BY seq`
+	logRangeSQL = `SELECT seq, kind, user_id, dict_version FROM tenant_log
 		WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`
 )
 
@@ -56,8 +63,8 @@ const (
 // whether a catch-up is needed.
 func (db *DB) ReadHead(ctx context.Context, tenantID int64) (Head, error) {
 	var h Head
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, headSQL, tenantID).Scan(&h.Seq, &h.DictVersion)
+	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+		b.Queue(headSQL, tenantID).QueryRow(func(r pgx.Row) error { return r.Scan(&h.Seq, &h.DictVersion) })
 	})
 	return h, notFound(err)
 }
@@ -70,26 +77,18 @@ func (db *DB) ReadHead(ctx context.Context, tenantID int64) (Head, error) {
 // must reload under the new version.
 func (db *DB) ReadCatchUp(ctx context.Context, tenantID, watermark int64, dictVersion int) (CatchUp, error) {
 	var cu CatchUp
-	err := db.InTenantRead(ctx, tenantID, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, headSQL, tenantID).Scan(&cu.Head.Seq, &cu.Head.DictVersion); err != nil {
-			return notFound(err)
-		}
-		if dictVersion == 0 {
-			dictVersion = cu.Head.DictVersion
-		}
-		rows, err := tx.Query(ctx, catchUpLogSQL, tenantID, watermark, cu.Head.Seq)
-		if err != nil {
+	err := db.pipelineRead(ctx, tenantID, true, func(b *pgx.Batch) {
+		b.Queue(headSQL, tenantID).QueryRow(func(r pgx.Row) error {
+			return notFound(r.Scan(&cu.Head.Seq, &cu.Head.DictVersion))
+		})
+		b.Queue(catchUpLogSQL, tenantID, watermark).Query(func(rows pgx.Rows) (err error) {
+			cu.Events, err = pgx.CollectRows(rows, pgx.RowToStructByPos[LogEvent])
 			return err
-		}
-		if cu.Events, err = pgx.CollectRows(rows, pgx.RowToStructByPos[LogEvent]); err != nil {
+		})
+		b.Queue(catchUpItemSQL, tenantID, watermark, dictVersion).Query(func(rows pgx.Rows) (err error) {
+			cu.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ArenaItem])
 			return err
-		}
-		rows, err = tx.Query(ctx, catchUpItemSQL, tenantID, watermark, cu.Head.Seq, dictVersion)
-		if err != nil {
-			return err
-		}
-		cu.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ArenaItem])
-		return err
+		})
 	})
 	if err != nil {
 		return CatchUp{}, fmt.Errorf("catch up tenant %d: %w", tenantID, err)
@@ -103,6 +102,7 @@ type WarmRow struct {
 	TLast  int64
 	Peak   float64
 	Tau    float64
+	Tokens int
 }
 
 // RenderItem is an item with everything its label needs, resolved now.
@@ -123,11 +123,12 @@ type RenderItem struct {
 
 const (
 	viewerClockSQL = `SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2`
-	warmSQL        = `SELECT a.item_id, a.t_last, a.peak, i.tau FROM activations a
+	warmSQL        = `SELECT a.item_id, a.t_last, a.peak, i.tau, i.token_count FROM activations a
 		JOIN items i ON i.tenant_id = a.tenant_id AND i.id = a.item_id
-		WHERE a.tenant_id = $1 AND a.viewer_id = $2 AND a.t_last >= $3
+		WHERE a.tenant_id = $1 AND a.viewer_id = $2
+			AND a.t_last >= (SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2) - $3
 		ORDER BY a.t_last DESC LIMIT $4`
-	recentSQL = `SELECT id FROM items WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT $3`
+	recentSQL = `SELECT id, token_count FROM items WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT $3`
 	renderSQL = `SELECT i.id, i.message_id, i.user_id, i.conversation_id, i.role,
 			CASE WHEN i.speaker <> '' THEN i.speaker WHEN i.role = 'user' THEN u.display_name ELSE 'assistant' END,
 			i.part, i.body, i.token_count, i.born_at, m.interrupted, c.title
@@ -147,33 +148,36 @@ type FrameInputs struct {
 	Clock  int64
 	Warm   []WarmRow
 	Recent []int64 // newest first
+	Tokens map[int64]int
 }
 
 // ReadFrameInputs reads the viewer's clock, the activations recent enough to
 // be warm (t_last within horizon of the clock) and the latest items of the
 // current conversation, in one transaction.
 func (db *DB) ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int) (FrameInputs, error) {
-	var in FrameInputs
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, viewerClockSQL, tenantID, viewerID).Scan(&in.Clock); err != nil {
-			return notFound(err)
-		}
-		rows, err := tx.Query(ctx, warmSQL, tenantID, viewerID, in.Clock-horizon, warmLimit)
-		if err != nil {
+	in := FrameInputs{Tokens: map[int64]int{}}
+	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+		b.Queue(viewerClockSQL, tenantID, viewerID).QueryRow(func(r pgx.Row) error { return notFound(r.Scan(&in.Clock)) })
+		b.Queue(warmSQL, tenantID, viewerID, horizon, warmLimit).Query(func(rows pgx.Rows) (err error) {
+			in.Warm, err = pgx.CollectRows(rows, pgx.RowToStructByPos[WarmRow])
 			return err
-		}
-		if in.Warm, err = pgx.CollectRows(rows, pgx.RowToStructByPos[WarmRow]); err != nil {
+		})
+		b.Queue(recentSQL, tenantID, convID, recent).Query(func(rows pgx.Rows) error {
+			var id int64
+			var tokens int
+			_, err := pgx.ForEachRow(rows, []any{&id, &tokens}, func() error {
+				in.Recent = append(in.Recent, id)
+				in.Tokens[id] = tokens
+				return nil
+			})
 			return err
-		}
-		rows, err = tx.Query(ctx, recentSQL, tenantID, convID, recent)
-		if err != nil {
-			return err
-		}
-		in.Recent, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
+		})
 	})
 	if err != nil {
 		return FrameInputs{}, fmt.Errorf("frame inputs: %w", err)
+	}
+	for _, w := range in.Warm {
+		in.Tokens[w.ItemID] = w.Tokens
 	}
 	return in, nil
 }
@@ -181,13 +185,11 @@ func (db *DB) ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID in
 // RenderItems reads the items to render, with labels resolved now.
 func (db *DB) RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]RenderItem, error) {
 	var out []RenderItem
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, renderSQL, tenantID, ids)
-		if err != nil {
+	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+		b.Queue(renderSQL, tenantID, ids).Query(func(rows pgx.Rows) (err error) {
+			out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[RenderItem])
 			return err
-		}
-		out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[RenderItem])
-		return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("render items: %w", err)
@@ -204,19 +206,24 @@ type Reheat struct {
 // reheatSQL is the only statement that patches activation after birth. The
 // new state is adopted only where it beats the current trajectory
 // (p > heat now), so concurrent reheats commute; adopted reheats are logged
-// for the console's heat picture.
+// for the console's heat picture. A reheat never predates its item: a
+// frame reads the viewer's clock before its neighbour read, so it can select
+// an item a concurrent capture of the same user committed at a later clock;
+// such a reheat lands at the item's birth clock (t_last >= born_clock, as
+// the integrity check requires).
 const reheatSQL = `WITH req AS (
-		SELECT r.item_id, r.peak, i.tau FROM unnest($3::bigint[], $4::float8[]) AS r(item_id, peak)
+		SELECT r.item_id, r.peak, i.tau, GREATEST($5::bigint, i.born_clock) AS at
+		FROM unnest($3::bigint[], $4::float8[]) AS r(item_id, peak)
 		JOIN items i ON i.tenant_id = $1 AND i.id = r.item_id),
 	up AS (
 		INSERT INTO activations AS a (tenant_id, viewer_id, item_id, t_last, peak)
-		SELECT $1, $2, req.item_id, $5, req.peak FROM req ORDER BY req.item_id
+		SELECT $1, $2, req.item_id, req.at, req.peak FROM req ORDER BY req.item_id
 		ON CONFLICT (tenant_id, viewer_id, item_id) DO UPDATE SET t_last = EXCLUDED.t_last, peak = EXCLUDED.peak
 		WHERE EXCLUDED.peak > a.peak * exp(-(GREATEST(EXCLUDED.t_last - a.t_last, 0))::float8 /
 			(SELECT tau FROM items WHERE tenant_id = a.tenant_id AND id = a.item_id))
-		RETURNING a.item_id, a.peak)
+		RETURNING a.item_id, a.t_last, a.peak)
 	INSERT INTO reheats (tenant_id, viewer_id, item_id, clock, peak)
-	SELECT $1, $2, up.item_id, $5, up.peak FROM up
+	SELECT $1, $2, up.item_id, up.t_last, up.peak FROM up
 	ON CONFLICT (tenant_id, viewer_id, item_id, clock) DO UPDATE SET peak = GREATEST(reheats.peak, EXCLUDED.peak)`
 
 // ApplyReheats patches the viewer's activations at clock.
@@ -228,13 +235,10 @@ func (db *DB) ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64,
 	for i, r := range rs {
 		ids[i], peaks[i] = r.ItemID, r.Peak
 	}
-	return db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, reheatSQL, tenantID, viewerID, ids, peaks, clock)
-		if err != nil {
-			return fmt.Errorf("reheat: %w", err)
-		}
-		return nil
-	})
+	if err := db.pipelineWrite(ctx, tenantID, reheatSQL, tenantID, viewerID, ids, peaks, clock); err != nil {
+		return fmt.Errorf("reheat: %w", err)
+	}
+	return nil
 }
 
 const chainSQL = `WITH anchor AS (
@@ -267,27 +271,30 @@ func (db *DB) ChainItems(ctx context.Context, tenantID, userID, itemID int64, be
 	return ids, nil
 }
 
-const neighborsSQL = `SELECT i.id,
-		COALESCE((SELECT max(p.id) FROM items p WHERE p.tenant_id = $1 AND p.conversation_id = i.conversation_id AND p.id < i.id), 0),
-		COALESCE((SELECT min(n.id) FROM items n WHERE n.tenant_id = $1 AND n.conversation_id = i.conversation_id AND n.id > i.id), 0)
-	FROM items i WHERE i.tenant_id = $1 AND i.id = ANY($2)`
+const neighborsSQL = `SELECT i.id, COALESCE(p.id, 0), COALESCE(p.token_count, 0), COALESCE(n.id, 0), COALESCE(n.token_count, 0)
+	FROM items i
+	LEFT JOIN LATERAL (SELECT id, token_count FROM items p WHERE p.tenant_id = $1 AND p.conversation_id = i.conversation_id
+		AND p.id < i.id ORDER BY p.id DESC LIMIT 1) p ON true
+	LEFT JOIN LATERAL (SELECT id, token_count FROM items n WHERE n.tenant_id = $1 AND n.conversation_id = i.conversation_id
+		AND n.id > i.id ORDER BY n.id LIMIT 1) n ON true
+	WHERE i.tenant_id = $1 AND i.id = ANY($2)`
 
 // Neighbors are the items just before and after an item in its
-// conversation (0 where there is none).
+// conversation (0 where there is none), with their token counts.
 type Neighbors struct {
-	ID, Prev, Next int64
+	ID               int64
+	Prev, PrevTokens int64
+	Next, NextTokens int64
 }
 
 // ReadNeighbors finds the conversation neighbours of items.
 func (db *DB) ReadNeighbors(ctx context.Context, tenantID int64, ids []int64) ([]Neighbors, error) {
 	var out []Neighbors
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, neighborsSQL, tenantID, ids)
-		if err != nil {
+	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+		b.Queue(neighborsSQL, tenantID, ids).Query(func(rows pgx.Rows) (err error) {
+			out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Neighbors])
 			return err
-		}
-		out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Neighbors])
-		return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("neighbors: %w", err)

@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
+)
+
+// TestPipelineRead: the tenant a batch sets holds for every statement of the
+// batch and for nothing after it, and a failing batch leaves the pooled
+// connection idle rather than inside an aborted transaction.
+func TestPipelineRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, dbtest.Shared(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	for _, tc := range []struct {
+		name     string
+		snapshot bool
+		fail     bool
+	}{
+		{"implicit", false, false},
+		{"snapshot", true, false},
+		{"implicit failing", false, true},
+		{"snapshot failing", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var first, second string
+			err := db.pipelineRead(ctx, 4711, tc.snapshot, func(b *pgx.Batch) {
+				b.Queue(`SELECT current_setting('app.tenant_id', true)`).QueryRow(func(r pgx.Row) error { return r.Scan(&first) })
+				if tc.fail {
+					b.Queue(`SELECT 1/0`)
+				}
+				b.Queue(`SELECT current_setting('app.tenant_id', true)`).QueryRow(func(r pgx.Row) error { return r.Scan(&second) })
+			})
+			if tc.fail != (err != nil) {
+				t.Fatalf("err = %v, want failure %v", err, tc.fail)
+			}
+			if first != "4711" || (!tc.fail && second != "4711") {
+				t.Fatalf("tenant inside the batch: %q, %q", first, second)
+			}
+			// Every pooled connection: idle, and no tenant left behind.
+			conns := db.Pool.AcquireAllIdle(ctx)
+			defer func() {
+				for _, c := range conns {
+					c.Release()
+				}
+			}()
+			for _, c := range conns {
+				if st := c.Conn().PgConn().TxStatus(); st != 'I' {
+					t.Fatalf("pooled connection left in transaction status %c", st)
+				}
+				var after *string
+				if err := c.QueryRow(ctx, `SELECT NULLIF(current_setting('app.tenant_id', true), '')`).Scan(&after); err != nil {
+					t.Fatal(err)
+				}
+				if after != nil {
+					t.Fatalf("tenant %q outlived its batch", *after)
+				}
+			}
+		})
+	}
+}
