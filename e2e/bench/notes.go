@@ -92,8 +92,8 @@ func (r *Report) notes(m *mdw) {
 			if top := topStmts(mp.Statements, 3); len(top) > 0 {
 				m.p("The database takes %s ms of the turn (traced, mean); the largest pieces are %s. The warm read",
 					ms(stmtSum(mp.Statements)), strings.Join(top, ", "))
-				m.p("(`select activations+items`) is bounded to the 400 most recently activated items; each of the turn's")
-				m.p("transactions (begin, `set_config`, commit) costs round trips of its own.")
+				m.p("(`select activations+items`) is bounded to the 400 most recently activated items. Each read of the")
+				m.p("turn is one pipelined round trip (the tenant setting and its statements in one batch); capture is three.")
 			}
 		}
 		if pl != nil && r.Pass != nil {
@@ -134,8 +134,6 @@ func (r *Report) notes(m *mdw) {
 			m.p("The other %.0f round trips take %s ms together, each a round trip (%s ms bare) plus its work (indexes,", n, ms(rest), ms(c.Trip.P50))
 			m.p("the birth-record trigger on items).")
 		}
-		m.p("Folding them into fewer round trips (one batch after the message row) and making the per-item")
-		m.p("check cheap is where the 0.5 ms budget would come from.")
 		m.p("")
 	}
 	if has("scan") {

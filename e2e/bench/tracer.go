@@ -15,7 +15,8 @@ import (
 
 // stmtTracer sums, per statement, the time from sending it to its result,
 // as the client sees it (a pgx tracer): where a transaction's time goes.
-// A batch counts as one statement.
+// A pipelined batch is one round trip, so it counts as one statement,
+// named by what it carries ("batch: select tenant_heads, select items").
 type stmtTracer struct {
 	mu    sync.Mutex
 	sum   map[string]time.Duration
@@ -26,8 +27,9 @@ type stmtTracer struct {
 type traceStart struct{}
 
 type started struct {
-	at   time.Time
-	name string
+	at    time.Time
+	name  string
+	batch *[]string // statement names of a batch, filled as they are queued
 }
 
 func newStmtTracer() *stmtTracer {
@@ -35,7 +37,7 @@ func newStmtTracer() *stmtTracer {
 }
 
 func (t *stmtTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	return context.WithValue(ctx, traceStart{}, started{time.Now(), stmtName(d.SQL)})
+	return context.WithValue(ctx, traceStart{}, started{at: time.Now(), name: stmtName(d.SQL)})
 }
 
 func (t *stmtTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
@@ -43,10 +45,22 @@ func (t *stmtTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 }
 
 func (t *stmtTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return context.WithValue(ctx, traceStart{}, started{time.Now(), "batch"})
+	return context.WithValue(ctx, traceStart{}, started{at: time.Now(), name: "batch", batch: new([]string)})
 }
 
-func (t *stmtTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (t *stmtTracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	s, ok := ctx.Value(traceStart{}).(started)
+	if !ok || s.batch == nil {
+		return
+	}
+	switch n := stmtName(d.SQL); n {
+	case "begin", "commit", "set tenant":
+	default:
+		if !slices.Contains(*s.batch, n) {
+			*s.batch = append(*s.batch, n)
+		}
+	}
+}
 
 func (t *stmtTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
 	t.add(ctx)
@@ -58,6 +72,9 @@ func (t *stmtTracer) add(ctx context.Context) {
 		return
 	}
 	d, name := time.Since(s.at), s.name
+	if s.batch != nil && len(*s.batch) > 0 {
+		name = "batch: " + strings.Join(*s.batch, ", ")
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, seen := t.sum[name]; !seen {
