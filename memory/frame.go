@@ -259,6 +259,18 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 	for _, r := range rows {
 		byID[r.ID] = r
 	}
+	// Counting is most of a frame's CPU; labels repeat and a re-render changes
+	// only the turns around what was dropped, so each distinct text is
+	// counted once per frame.
+	counted := map[string]int{}
+	count := func(s string) int {
+		n, ok := counted[s]
+		if !ok {
+			n = e.an.Count(s)
+			counted[s] = n
+		}
+		return n
+	}
 	var chosen []cand
 	costs := map[int64]int{}
 	spent, trimmed := 0, false
@@ -268,7 +280,7 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 			continue // purged since the arena read it
 		}
 		// The item's rendered cost, label included, counted as rendered.
-		cost := itemCost(e.an, it)
+		cost := itemCost(count, it)
 		if !c.mandatory && spent+cost > budget {
 			trimmed = true
 			continue
@@ -284,7 +296,7 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 	// items alone: render, and while the text is over budget drop the least
 	// important items, about as many as the overflow, and render again.
 	for {
-		f := e.render(q, chosen, byID, trimmed)
+		f := e.render(q, chosen, byID, trimmed, count)
 		over := f.Tokens - budget
 		if over <= 0 || !dropLast(&chosen, over, costs) {
 			shown := make(map[int64]bool, len(chosen))

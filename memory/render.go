@@ -25,7 +25,7 @@ var unforge = strings.NewReplacer(labelOpen, "[", labelClose, "]")
 // grouped by conversation, other conversations oldest first and the current
 // one last, each turn labelled with its speaker and its time, both resolved
 // now. The live question closes the frame.
-func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.RenderItem, trimmed bool) Frame {
+func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.RenderItem, trimmed bool, count func(string) int) Frame {
 	items := make([]store.RenderItem, 0, len(chosen))
 	for _, c := range chosen {
 		items = append(items, byID[c.id])
@@ -36,11 +36,21 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 			first[it.ConvID] = it.MessageID
 		}
 	}
+	// The live question closes the frame even when a turn of its
+	// conversation committed after it: the previous turn's reply is captured
+	// after its response went out, and a harness may ask again before that.
+	live := make(map[int64]bool, len(q.LiveItems))
+	for _, id := range q.LiveItems {
+		live[id] = true
+	}
 	sort.Slice(items, func(i, j int) bool {
 		a, b := items[i], items[j]
 		ac, bc := a.ConvID == q.ConversationID, b.ConvID == q.ConversationID
 		if ac != bc {
 			return bc
+		}
+		if al, bl := live[a.ID], live[b.ID]; al != bl {
+			return bl
 		}
 		if a.ConvID != b.ConvID {
 			return first[a.ConvID] < first[b.ConvID]
@@ -93,7 +103,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 	}
 	f := Frame{Turns: Alternate(turns), Items: len(items), Trimmed: trimmed}
 	for _, t := range f.Turns {
-		f.Tokens += e.an.Count(t.Text)
+		f.Tokens += count(t.Text)
 	}
 	return f
 }
@@ -153,8 +163,8 @@ func speakerLabelID(speaker string, interrupted bool, id int64) string {
 // or conversation label it may share with its neighbours: its token count,
 // stored at capture, plus its speaker label. The second pass counts the
 // rendered text exactly.
-func itemCost(an Analyzer, it store.RenderItem) int {
-	return it.TokenCount + an.Count(speakerLabel(it.Speaker, it.Interrupted)) + 1
+func itemCost(count func(string) int, it store.RenderItem) int {
+	return it.TokenCount + count(speakerLabel(it.Speaker, it.Interrupted)) + 1
 }
 
 // Age is a relative time, computed at render time.
