@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/dict"
@@ -18,6 +19,18 @@ const activeDictionary = 1
 // embedded tokenizer loaded once, the shipped dictionary loaded into the
 // database with its version.
 func newEngine(ctx context.Context, cfg Config, db *store.DB) (*memory.Engine, error) {
+	return buildEngine(ctx, db, memory.Options{Ceiling: cfg.FrameCeiling})
+}
+
+// newServingEngine is newEngine for serve: a frame's reheats are written
+// after the frame is handed to the proxy, off the request's path (the
+// viewer's next frame waits for them), and a failed write is logged.
+func newServingEngine(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*memory.Engine, error) {
+	return buildEngine(ctx, db, memory.Options{Ceiling: cfg.FrameCeiling, DeferReheat: true,
+		Errors: func(err error) { log.Warn("deferred reheat failed", "err", err) }})
+}
+
+func buildEngine(ctx context.Context, db *store.DB, opts memory.Options) (*memory.Engine, error) {
 	counter, err := text.NewCounter()
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
@@ -29,5 +42,5 @@ func newEngine(ctx context.Context, cfg Config, db *store.DB) (*memory.Engine, e
 	if _, err := db.EnsureDictionary(ctx, d.Version, d.Name, d.Entries()); err != nil {
 		return nil, err
 	}
-	return memory.New(db, memory.TextAnalyzer{C: counter}, memory.DictTerms{D: d}, memory.Options{Ceiling: cfg.FrameCeiling}), nil
+	return memory.New(db, memory.TextAnalyzer{C: counter}, memory.DictTerms{D: d}, opts), nil
 }

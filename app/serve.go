@@ -55,7 +55,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	}
 	defer db.Close()
 	warnDurability(ctx, db, log)
-	eng, err := newEngine(ctx, cfg, db)
+	eng, err := newServingEngine(ctx, cfg, db, log)
 	if err != nil {
 		return err
 	}
@@ -128,6 +128,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	if err := px.Drain(sctx); err != nil {
 		return fmt.Errorf("shutdown: reply captures still running: %w", err)
 	}
+	eng.WaitReheats()
 	return nil
 }
 

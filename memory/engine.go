@@ -68,6 +68,10 @@ type Options struct {
 	Expansion expansion
 	// Context tunes how a match brings its conversation neighbours along.
 	Context Context
+	// DeferReheat writes a frame's reheats after Frame returns (the next
+	// frame of the viewer waits for them); Errors then receives failures.
+	DeferReheat bool
+	Errors      func(error)
 }
 
 // Context brings the turns around a match into the frame: the neighbours of
@@ -89,13 +93,14 @@ func Expansion(docs, terms int, beta float32) expansion {
 
 // Engine is the memory engine of one serving process.
 type Engine struct {
-	store Store
-	an    Analyzer
-	dict  Dictionary // the version New was given
-	opt   Options
-	res   *residents
-	dicts *dictionaries // every dictionary version this process has needed
-	vers  *versionCache // per tenant, the versions a capture writes rows for
+	store   Store
+	an      Analyzer
+	dict    Dictionary // the version New was given
+	opt     Options
+	res     *residents
+	dicts   *dictionaries // every dictionary version this process has needed
+	vers    *versionCache // per tenant, the versions a capture writes rows for
+	pending *reheats      // deferred reheats, per viewer
 }
 
 // New builds an engine.
@@ -132,7 +137,7 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	vs, _ := st.(versionStore)
 	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}),
-		dicts: newDictionaries(vs, dict), vers: newVersionCache(vs, dict.Version())}
+		dicts: newDictionaries(vs, dict), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors)}
 }
 
 // Fingerprint identifies a message within its conversation: the same role,

@@ -46,6 +46,10 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		}
 		e.observer().Duration("scan", time.Since(scan))
 	}
+	viewer := viewerKey{q.TenantID, q.UserID}
+	if err := e.pending.wait(ctx, viewer); err != nil {
+		return Frame{}, err
+	}
 	in, err := e.store.ReadFrameInputs(ctx, q.TenantID, q.UserID, q.ConversationID, horizon(e.opt.BaseTau*maxTauFactor), e.opt.Recent)
 	if err != nil {
 		return Frame{}, err
@@ -84,7 +88,12 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 				rs = append(rs, store.Reheat{ItemID: c.id, Peak: RankPeak(c.rank)})
 			}
 		}
-		if err := e.store.ApplyReheats(ctx, q.TenantID, q.UserID, in.Clock, rs); err != nil {
+		write := func(ctx context.Context) error {
+			return e.store.ApplyReheats(ctx, q.TenantID, q.UserID, in.Clock, rs)
+		}
+		if e.opt.DeferReheat && len(rs) > 0 {
+			e.pending.start(ctx, viewer, write)
+		} else if err := write(ctx); err != nil {
 			return Frame{}, err
 		}
 	}

@@ -44,11 +44,12 @@ func newKit(ctx context.Context, db *store.DB, version int) (*kit, error) {
 	return &kit{counter: c, dict: d, vocab: v, db: db}, nil
 }
 
-// engine is a fresh engine (its own, empty, resident arenas).
+// engine is a fresh engine (its own, empty, resident arenas), configured
+// as serve runs it: reheats written after the frame is returned.
 func (k *kit) engine() *memory.Engine { return k.engineOn(k.db) }
 
 func (k *kit) engineOn(db *store.DB) *memory.Engine {
-	return memory.New(db, memory.TextAnalyzer{C: k.counter}, memory.DictTerms{D: k.dict}, memory.Options{})
+	return memory.New(db, memory.TextAnalyzer{C: k.counter}, memory.DictTerms{D: k.dict}, memory.Options{DeferReheat: true})
 }
 
 // CaptureResult is section 3: storing one message against the cheapest
