@@ -18,8 +18,14 @@ fmtcheck:
 vet:
 	$(GO) vet ./...
 
-# deps installs what the browser tests need (Debian's Chromium) when missing.
+# deps installs what the tests need when missing: Debian's Chromium for the
+# console's browser tests, Node.js and npm for the README's Node quick starts.
 deps:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing nodejs and npm for the quick-start tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "the quick-start tests need Node.js and npm: sudo apt-get install nodejs npm"; exit 1; fi; }
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing chromium for the browser tests"; \

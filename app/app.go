@@ -45,7 +45,7 @@ func commands() map[string]command {
 		"serve":     {"run the proxy and console (applies migrations first)", runServe},
 		"dev":       {"find or start PostgreSQL, create a demo tenant once, and serve (make run)", runDev},
 		"migrate":   {"apply (up) or revert (down [N]) schema migrations", runMigrate},
-		"tenant":    {"manage tenants: tenant create NAME", runTenant},
+		"tenant":    {"manage tenants: tenant create NAME | tenant limits ID [--rpm N] [--tpm N] [--tpd N] [--reset]", runTenant},
 		"bench":     {"performance suite: bench [all|proxy|pipeline|capture|scan|coldstart|throughput|recall] [--out FILE]; BENCH_QUICK=1 for a quick run", runBench},
 		"admin":     {"admin create EMAIL: create a platform admin (password on standard input)", runAdmin},
 		"devdb":     {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},
@@ -65,11 +65,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func run(ctx context.Context, e env, args []string) error {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "--help"} // perpetuity help CMD
+	}
+	if len(args) == 0 {
+		usage(e.stderr, cmds)
+		return UsageError{"no command given"}
+	}
+	if isHelp(args[0]) || args[0] == "help" {
 		usage(e.stdout, cmds)
-		if len(args) == 0 {
-			return UsageError{"no command given"}
-		}
 		return nil
 	}
 	c, ok := cmds[args[0]]
@@ -77,7 +81,28 @@ func run(ctx context.Context, e env, args []string) error {
 		usage(e.stderr, cmds)
 		return UsageError{fmt.Sprintf("unknown command %q", args[0])}
 	}
-	return c.run(ctx, e, args[1:])
+	err := c.run(ctx, e, args[1:])
+	if errors.As(err, new(helpShown)) {
+		return nil
+	}
+	// Commands that read a subcommand before any flag (dict, eval, tenant,
+	// admin) take a leading --help for a wrong subcommand, before doing
+	// anything: their help is the summary.
+	if len(args) > 1 && isHelp(args[1]) && errors.As(err, new(UsageError)) {
+		fmt.Fprintf(e.stdout, "Usage: perpetuity %s\n\n%s\n\nRun 'perpetuity %s SUBCOMMAND -h' for a subcommand's flags.\n", args[0], c.summary, args[0])
+		return nil
+	}
+	return err
+}
+
+// helpShown is returned by parseFlags once a command's help is printed: the
+// command stops, and the program exits 0.
+type helpShown struct{}
+
+func (helpShown) Error() string { return "help shown" }
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "--h"
 }
 
 func usage(w io.Writer, cmds map[string]command) {
@@ -97,22 +122,43 @@ func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "\nRun 'perpetuity COMMAND -h' for a command's flags.")
 }
 
-// newFlags makes a flag set whose errors come back as UsageError.
+// newFlags makes a flag set whose errors come back as UsageError. Mistakes
+// and their usage go to stderr; asked-for help goes to stdout.
 func newFlags(e env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(flagOutput{stderr: e.stderr, stdout: e.stdout})
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: perpetuity %s\n", synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: perpetuity %s\n", synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
+// flagOutput writes to stderr and carries stdout for parseFlags to switch
+// to when help was asked for.
+type flagOutput struct{ stderr, stdout io.Writer }
+
+func (o flagOutput) Write(p []byte) (int, error) { return o.stderr.Write(p) }
+
+// parseFlags parses args into fs. A help flag anywhere before "--" (also
+// after positional arguments, where the flag package would stop looking)
+// prints the usage to stdout and returns helpShown, so the command does
+// nothing else.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	for _, a := range args {
+		if a == "--" {
+			break
 		}
+		if isHelp(a) {
+			if o, ok := fs.Output().(flagOutput); ok {
+				fs.SetOutput(o.stdout)
+				defer fs.SetOutput(o)
+			}
+			fs.Usage()
+			return helpShown{}
+		}
+	}
+	if err := fs.Parse(args); err != nil {
 		return UsageError{err.Error()}
 	}
 	return nil
@@ -126,6 +172,14 @@ func databaseURL(ctx context.Context, e env) (string, error) {
 }
 
 func runDevDB(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "devdb", "devdb   (prints a DATABASE_URL; starts a private PostgreSQL under PERPETUITY_DATA_DIR if none answers)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return UsageError{"usage: perpetuity devdb (no arguments)"}
+	}
 	u, err := devDatabase(ctx, e.getenv, dataDir(e), e.stderr)
 	if err != nil {
 		return err

@@ -18,34 +18,39 @@ import (
 )
 
 func runMigrate(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "migrate", "migrate up | down [N]")
+	fs := newFlags(e, "migrate", "migrate up | down [N|all]")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	// The arguments are checked before a database is looked for: a typo
+	// must not start a development cluster.
+	steps := 1
+	switch {
+	case fs.Arg(0) == "up" && fs.NArg() == 1:
+	case fs.Arg(0) == "down" && fs.NArg() <= 2:
+		if s := fs.Arg(1); s == "all" {
+			steps = 0
+		} else if s != "" {
+			var err error
+			if steps, err = strconv.Atoi(s); err != nil || steps < 1 {
+				return UsageError{"usage: perpetuity migrate down [N|all]: N must be a positive number"}
+			}
+		}
+	default:
+		fs.Usage()
+		return UsageError{"usage: perpetuity migrate up | down [N|all]"}
 	}
 	u, err := databaseURL(ctx, e)
 	if err != nil {
 		return err
 	}
-	switch fs.Arg(0) {
-	case "up":
-		if err := migrations.Up(u); err != nil {
-			return err
-		}
-	case "down":
-		steps := 1
-		if s := fs.Arg(1); s == "all" {
-			steps = 0
-		} else if s != "" {
-			if steps, err = strconv.Atoi(s); err != nil || steps < 1 {
-				return UsageError{"migrate down: N must be a positive number or 'all'"}
-			}
-		}
-		if err := migrations.Down(u, steps); err != nil {
-			return err
-		}
-	default:
-		fs.Usage()
-		return UsageError{"migrate: say up or down"}
+	if fs.Arg(0) == "up" {
+		err = migrations.Up(u)
+	} else {
+		err = migrations.Down(u, steps)
+	}
+	if err != nil {
+		return err
 	}
 	v, dirty, err := migrations.Version(u)
 	if err != nil {
@@ -56,8 +61,11 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 }
 
 func runTenant(ctx context.Context, e env, args []string) error {
+	if len(args) > 0 && args[0] == "limits" {
+		return runTenantLimits(ctx, e, args[1:])
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return UsageError{"usage: perpetuity tenant create [--user NAME] NAME"}
+		return UsageError{"usage: perpetuity tenant create [--user NAME] NAME | perpetuity " + limitsSynopsis}
 	}
 	fs := newFlags(e, "tenant create", "tenant create [--user NAME] NAME")
 	user := fs.String("user", "default", "name of the first memory user")
@@ -120,6 +128,14 @@ func openStore(ctx context.Context, e env) (Config, *store.DB, error) {
 // on first start (its key is kept in .data/demo.json so later starts can
 // print it again; that file is a development convenience only) and serves.
 func runDev(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "dev", "dev   (what `make run` runs: PostgreSQL found or started, a demo tenant, the service on PERPETUITY_ADDR)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return UsageError{"usage: perpetuity dev (no arguments)"}
+	}
 	u, err := databaseURL(ctx, e)
 	if err != nil {
 		return err
@@ -166,10 +182,21 @@ func demoTenant(ctx context.Context, db *store.DB, path string) (store.NewTenant
 	return nt, os.WriteFile(path, b, 0o600)
 }
 
+const adminUsage = "admin create EMAIL   (the password is read from standard input)"
+
 func runAdmin(ctx context.Context, e env, args []string) error {
-	if len(args) != 2 || args[0] != "create" {
-		return UsageError{"usage: perpetuity admin create EMAIL  (password read from standard input)"}
+	if len(args) == 0 || args[0] != "create" {
+		return UsageError{"usage: perpetuity " + adminUsage}
 	}
+	fs := newFlags(e, "admin create", adminUsage)
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return UsageError{"usage: perpetuity " + adminUsage}
+	}
+	email := fs.Arg(0)
 	pw, err := readPassword(e.stdin)
 	if err != nil {
 		return err
@@ -179,10 +206,10 @@ func runAdmin(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	if err := web.CreatePlatformAdmin(ctx, db, args[1], pw); err != nil {
+	if err := web.CreatePlatformAdmin(ctx, db, email, pw); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "platform admin %s created\n", args[1])
+	fmt.Fprintf(e.stdout, "platform admin %s created\n", email)
 	return nil
 }
 

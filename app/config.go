@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -21,11 +22,14 @@ type Config struct {
 	AnthropicBaseURL  string           // PERPETUITY_ANTHROPIC_BASE_URL
 	OpenRouterBaseURL string           // PERPETUITY_OPENROUTER_BASE_URL
 	Upstreams         []proxy.Upstream // PERPETUITY_UPSTREAMS
+	TrustedProxies    []*net.IPNet     // PERPETUITY_TRUSTED_PROXIES
 	LogLevel          string           // PERPETUITY_LOG_LEVEL
 	MaxBodyBytes      int64            // PERPETUITY_MAX_BODY_BYTES
 	CaptureTimeout    time.Duration    // PERPETUITY_CAPTURE_TIMEOUT
 	FrameCeiling      int              // PERPETUITY_FRAME_CEILING
 	ToolRounds        int              // PERPETUITY_TOOL_ROUNDS
+	KeyRPM            int              // PERPETUITY_KEY_RPM
+	KeyTPM            int              // PERPETUITY_KEY_TPM
 }
 
 type envVar struct {
@@ -41,13 +45,16 @@ var envVars = []envVar{
 	{"PERPETUITY_OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI upstream, including /v1 as the OpenAI SDKs expect."},
 	{"PERPETUITY_ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic upstream, without /v1 as the Anthropic SDKs expect."},
 	{"PERPETUITY_OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1", "OpenRouter upstream (OpenAI-compatible), including /api/v1."},
-	{"PERPETUITY_UPSTREAMS", "", "More OpenAI-compatible upstreams: `name=base-url|prefix,prefix;...`; models starting with a prefix go there."},
+	{"PERPETUITY_UPSTREAMS", "", "More OpenAI-compatible upstreams: `name=base-url|prefix,prefix[|notools];...`; models starting with a prefix go there; `notools` keeps the memory tools out of that upstream's requests."},
+	{"PERPETUITY_TRUSTED_PROXIES", "", "Comma-separated CIDRs (or addresses) of load balancers whose `X-Forwarded-For` names the client (sign-in throttling, audit log); empty trusts none and uses the connection's address."},
 	{"PERPETUITY_LOG_LEVEL", "info", "debug, info, warn or error."},
 	{"PERPETUITY_MAX_BODY_BYTES", "33554432", "Largest accepted request body in bytes."},
 	{"PERPETUITY_CAPTURE_TIMEOUT", "10s", "How long a capture may take, independent of the client connection."},
 	{"PERPETUITY_FRAME_CEILING", "8000", "Most tokens a memory frame may take."},
 	{"PERPETUITY_DATA_DIR", ".data", "Where `make run` keeps its private PostgreSQL cluster and the demo tenant's key (development only)."},
 	{"PERPETUITY_TOOL_ROUNDS", "3", "Most provider calls one request may take when the model uses the memory tools; the last must answer. 1 turns the tools off."},
+	{"PERPETUITY_KEY_RPM", "0", "Requests per minute each key may make, for tenants without limits of their own (`perpetuity tenant limits`); 0 is unlimited. Counted per replica."},
+	{"PERPETUITY_KEY_TPM", "0", "Provider tokens (input + output) per minute each key may spend, for tenants without limits of their own; 0 is unlimited. Counted per replica."},
 }
 
 // LoadConfig reads the configuration through getenv and validates it; an
@@ -98,6 +105,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PERPETUITY_UPSTREAMS: %w", err)
 	}
 	c.Upstreams = ups
+	if c.TrustedProxies, err = parseTrustedProxies(get("PERPETUITY_TRUSTED_PROXIES")); err != nil {
+		return c, fmt.Errorf("PERPETUITY_TRUSTED_PROXIES: %w", err)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -123,5 +133,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PERPETUITY_TOOL_ROUNDS: want a whole number from 1 to 10")
 	}
 	c.ToolRounds = tr
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{{"PERPETUITY_KEY_RPM", &c.KeyRPM}, {"PERPETUITY_KEY_TPM", &c.KeyTPM}} {
+		n, err := strconv.Atoi(get(v.name))
+		if err != nil || n < 0 || n > math.MaxInt32 {
+			return c, fmt.Errorf("%s: want a whole number from 0 (unlimited) to %d", v.name, math.MaxInt32)
+		}
+		*v.dst = n
+	}
 	return c, nil
 }

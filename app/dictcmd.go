@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 )
 
 const dictUsage = `dict upload FILE | dict upload --builtin VERSION
-       perpetuity dict status [--tenant ID]
+       perpetuity dict status [--tenant ID] [--json]
        perpetuity dict derive VERSION [--tenant ID] [--batch N]
        perpetuity dict flip VERSION [--tenant ID]
        perpetuity dict retire VERSION [--tenant ID]`
@@ -41,6 +42,7 @@ func runDict(ctx context.Context, e env, args []string) error {
 	tenant := fs.Int64("tenant", 0, "only this tenant (default: every tenant)")
 	var builtin *int
 	var batch *int
+	var asJSON *bool
 	var lease *time.Duration
 	switch sub {
 	case "upload":
@@ -48,7 +50,9 @@ func runDict(ctx context.Context, e env, args []string) error {
 	case "derive":
 		batch = fs.Int("batch", 500, "items derived per transaction")
 		lease = fs.Duration("lease", 15*time.Second, "how long a silent worker keeps the derivation before another may resume it")
-	case "status", "flip", "retire":
+	case "status":
+		asJSON = fs.Bool("json", false, "print the status as one JSON object")
+	case "flip", "retire":
 	default:
 		return UsageError{fmt.Sprintf("dict: unknown subcommand %q\nusage: perpetuity %s", sub, dictUsage)}
 	}
@@ -67,7 +71,7 @@ func runDict(ctx context.Context, e env, args []string) error {
 		}
 	case "status":
 		if len(pos) != 0 {
-			return UsageError{"usage: perpetuity dict status [--tenant ID]"}
+			return UsageError{"usage: perpetuity dict status [--tenant ID] [--json]"}
 		}
 	default:
 		if len(pos) != 1 {
@@ -89,6 +93,9 @@ func runDict(ctx context.Context, e env, args []string) error {
 	case "upload":
 		return dictUpload(ctx, e, db, first(pos), *builtin)
 	case "status":
+		if *asJSON {
+			return dictStatusJSON(ctx, e, db, *tenant)
+		}
 		return dictStatus(ctx, e, db, *tenant)
 	case "derive":
 		return dictDerive(ctx, e, db, version, *tenant, *batch, *lease)
@@ -207,6 +214,60 @@ func dictStatus(ctx context.Context, e env, db *store.DB, tenant int64) error {
 	return nil
 }
 
+// dictStatusJSON is `dict status --json`.
+func dictStatusJSON(ctx context.Context, e env, db *store.DB, tenant int64) error {
+	type dictionary struct {
+		Version  int       `json:"version"`
+		Name     string    `json:"name"`
+		Entries  int       `json:"entries"`
+		LoadedAt time.Time `json:"loaded_at"`
+	}
+	type rollout struct {
+		Version    int        `json:"version"`
+		State      string     `json:"state"` // deriving or ready
+		Fraction   float64    `json:"fraction"`
+		Derived    int64      `json:"derived"`
+		Total      int64      `json:"total"` // items when the derivation started
+		LeaseOwner string     `json:"lease_owner,omitempty"`
+		LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	}
+	type tenantStatus struct {
+		TenantID int64     `json:"tenant_id"`
+		Name     string    `json:"name"`
+		Serving  int       `json:"serving"`
+		Rollouts []rollout `json:"rollouts"`
+	}
+	var out struct {
+		Dictionaries []dictionary   `json:"dictionaries"`
+		Tenants      []tenantStatus `json:"tenants"`
+	}
+	ds, err := db.Dictionaries(ctx)
+	if err != nil {
+		return err
+	}
+	out.Dictionaries = []dictionary{}
+	for _, d := range ds {
+		out.Dictionaries = append(out.Dictionaries, dictionary{d.Version, d.Name, d.Entries, d.LoadedAt.UTC()})
+	}
+	ts, err := tenantsFor(ctx, db, tenant)
+	if err != nil {
+		return err
+	}
+	out.Tenants = []tenantStatus{}
+	for _, t := range ts {
+		st, err := db.DictStatus(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		row := tenantStatus{TenantID: t.ID, Name: t.Name, Serving: st.Active, Rollouts: []rollout{}}
+		for _, r := range st.Rollouts {
+			row.Rollouts = append(row.Rollouts, rollout{r.Version, r.State, r.Fraction(), r.Derived, r.Total, r.LeaseOwner, r.LeaseUntil})
+		}
+		out.Tenants = append(out.Tenants, row)
+	}
+	return json.NewEncoder(e.stdout).Encode(out)
+}
+
 func describeRollout(r store.Rollout) string {
 	if r.State == store.RolloutReady {
 		return fmt.Sprintf("v%d ready (flip to it or back to it)", r.Version)
@@ -295,7 +356,7 @@ type bar struct {
 	wrote bool
 }
 
-func newBar(w io.Writer, label string) *bar { return &bar{w: w, label: label} }
+func newBar(w io.Writer, label string) *bar { return &bar{w: progressOut(w), label: label} }
 
 const barWidth = 30
 

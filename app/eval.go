@@ -509,7 +509,7 @@ type progress struct {
 	line bool
 }
 
-func newProgress(w io.Writer) *progress { return &progress{w: w} }
+func newProgress(w io.Writer) *progress { return &progress{w: progressOut(w)} }
 
 func (p *progress) update(what string, n, total int) {
 	p.mu.Lock()

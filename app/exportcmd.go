@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
-const exportUsage = "export --tenant ID --user NAME [--out FILE]   (JSONL, the format import reads; stdout by default)"
+const exportUsage = "export --tenant ID --user NAME [--out FILE [--json]]   (JSONL, the format import reads; stdout by default)"
 
 // runExport is `perpetuity export`: a memory user's whole memory as JSONL
 // that `perpetuity import` reads back. A file is written beside its final
@@ -23,12 +24,17 @@ func runExport(ctx context.Context, e env, args []string) error {
 	tenant := fs.Int64("tenant", 0, "id of the tenant (required)")
 	user := fs.String("user", "", "name of the memory user whose memory to export (required)")
 	out := fs.String("out", "-", "file to write; - is standard output")
+	asJSON := fs.Bool("json", false, "with --out: print what was written as one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 || *tenant <= 0 || *user == "" || *out == "" {
 		fs.Usage()
 		return UsageError{"usage: perpetuity " + exportUsage}
+	}
+	if *asJSON && *out == "-" {
+		fs.Usage()
+		return UsageError{"export: --json describes the file written; give --out FILE (the export itself is JSON Lines on stdout)"}
 	}
 	_, db, err := openStore(ctx, e)
 	if err != nil {
@@ -56,6 +62,11 @@ func runExport(ctx context.Context, e env, args []string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{
+			"tenant_id": *tenant, "user": *user, "file": *out, "conversations": res.Conversations, "turns": res.Turns,
+		})
 	}
 	fmt.Fprintf(e.stdout, "exported %d conversations, %d turns of memory user %q to %s\n", res.Conversations, res.Turns, *user, *out)
 	return nil

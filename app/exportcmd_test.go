@@ -141,9 +141,8 @@ func TestImportChatGPTThenExport(t *testing.T) {
 
 func TestExportCommandErrors(t *testing.T) {
 	t.Parallel()
-	// The parallel subtests outlive this function: cancel at cleanup.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
+	defer cancel()
 	dbURL := dbtest.New(t)
 	a := newTenant(t, ctx, dbURL, "acme", "owner")
 	cases := []struct {
@@ -165,6 +164,10 @@ func TestExportCommandErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// A deadline of its own: a parallel subtest may wait long for a
+			// slot after the parent's context was made.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
 			_, err := cli(t, ctx, dbURL, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +16,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/importer"
 )
 
-const importUsage = "import --tenant ID [--user NAME] [--format jsonl|chatgpt] FILE   (FILE in the JSONL format of the README, or ChatGPT's conversations.json; - reads stdin)"
+const importUsage = "import --tenant ID [--user NAME] [--format jsonl|chatgpt] [--json] FILE   (FILE in the JSONL format of the README, or ChatGPT's conversations.json; - reads stdin)"
 
 // runImport is `perpetuity import`: it loads conversation history into a
 // tenant through the capture path. The whole file is checked first, so a
@@ -24,7 +25,8 @@ func runImport(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "import", importUsage)
 	tenant := fs.Int64("tenant", 0, "id of the tenant to import into (required)")
 	user := fs.String("user", "", `memory user of lines without a "user" field (created if new)`)
-	format := fs.String("format", "jsonl", "input format: jsonl, or chatgpt (conversations.json of ChatGPT's data export)")
+	format := fs.String("format", importer.FormatJSONL, "input format: jsonl, or chatgpt (conversations.json of ChatGPT's data export)")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -32,7 +34,8 @@ func runImport(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return UsageError{"usage: perpetuity " + importUsage}
 	}
-	if *format != "jsonl" && *format != "chatgpt" {
+	if *format != importer.FormatJSONL && *format != importer.FormatChatGPT {
+		fs.Usage()
 		return UsageError{fmt.Sprintf("import: --format %q is not supported (jsonl, chatgpt)", *format)}
 	}
 	name := fs.Arg(0)
@@ -41,7 +44,7 @@ func runImport(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer closeFile()
-	if *format == "chatgpt" {
+	if *format == importer.FormatChatGPT {
 		if open, err = fromChatGPT(e, open); err != nil {
 			return fmt.Errorf("%s: %w (nothing was imported)", name, err)
 		}
@@ -74,6 +77,13 @@ func runImport(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w (imported before it: %d conversations, %d turns; importing the file again skips what is stored)",
 			name, err, res.Conversations, res.Turns)
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(struct {
+			TenantID int64  `json:"tenant_id"`
+			Format   string `json:"format"`
+			importer.Result
+		}{*tenant, *format, res})
 	}
 	fmt.Fprintf(e.stdout, "imported %d conversations into tenant %d: %d turns stored, %d already present\n",
 		res.Conversations, *tenant, res.Turns, res.Duplicates)
@@ -136,7 +146,7 @@ type importProgress struct {
 	wrote bool
 }
 
-func newImportProgress(w io.Writer) *importProgress { return &importProgress{w: w} }
+func newImportProgress(w io.Writer) *importProgress { return &importProgress{w: progressOut(w)} }
 
 func (p *importProgress) update(line int, r importer.Result) {
 	p.mu.Lock()

@@ -185,7 +185,7 @@ func TestIntegrityCommand(t *testing.T) {
 	if strings.Count(out, ": OK [report") != 2 {
 		t.Fatalf("want two OK tenants:\n%s", out)
 	}
-	if _, err := w.db.Pool.Exec(context.Background(), `UPDATE corpus_stats SET items = items + 1 WHERE tenant_id = $1`, w.globex.TenantID); err != nil {
+	if _, err := dbtest.Owner(t, w.url).Exec(context.Background(), `UPDATE corpus_stats SET items = items + 1 WHERE tenant_id = $1`, w.globex.TenantID); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = w.run(t, "", runIntegrity)
@@ -215,10 +215,11 @@ func TestPurgeCommand(t *testing.T) {
 	t.Parallel()
 	w := newOpsWorld(t)
 	ctx := context.Background()
+	owner := dbtest.Owner(t, w.url)
 	count := func(user string) int64 {
 		t.Helper()
 		var n int64
-		if err := w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM items i JOIN memory_users u ON u.tenant_id = i.tenant_id AND u.id = i.user_id
+		if err := owner.QueryRow(ctx, `SELECT count(*) FROM items i JOIN memory_users u ON u.tenant_id = i.tenant_id AND u.id = i.user_id
 			WHERE i.tenant_id = $1 AND u.name = $2`, w.acme.TenantID, user).Scan(&n); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,9 +23,12 @@ import (
 )
 
 func runServe(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "serve", "serve")
+	fs := newFlags(e, "serve", "serve   (configured by the environment variables of `perpetuity --help`)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() != 0 {
+		return UsageError{"usage: perpetuity serve (no arguments; configuration comes from the environment)"}
 	}
 	cfg, err := LoadConfig(e.getenv)
 	if err != nil {
@@ -63,14 +67,12 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams, ToolRounds: cfg.ToolRounds,
 		MaxBodyBytes: cfg.MaxBodyBytes, CaptureTimeout: cfg.CaptureTimeout, FrameCeiling: cfg.FrameCeiling,
+		Limits: db, KeyRPM: cfg.KeyRPM, KeyTPM: cfg.KeyTPM,
 	}, db, eng, log)
 
-	ec := echo.New()
-	ec.HideBanner, ec.HidePort = true, true
-	ec.HTTPErrorHandler = errorHandler(ec, log)
-	ec.Use(middleware.Recover())
 	met := newMetrics(eng)
-	ec.Use(met.middleware, accessLog(log))
+	ec := NewRouter(log, met.middleware)
+	ec.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	ec.GET("/metrics", met.handler())
 	px.Register(ec)
 	mountImport(ec, importer.New(db, eng), px.Identify, cfg.MaxBodyBytes)
@@ -132,6 +134,38 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	return nil
 }
 
+// NewRouter is the Echo instance serve hangs every route on: the one error
+// handler, panic recovery, then mw (serve passes its metrics) and the access
+// log, in that order. Exported as a seam: the reliability suite drives this
+// same chain with a handler that panics, which no real route does.
+func NewRouter(log *slog.Logger, mw ...echo.MiddlewareFunc) *echo.Echo {
+	ec := echo.New()
+	ec.HideBanner, ec.HidePort = true, true
+	ec.HTTPErrorHandler = errorHandler(ec, log)
+	ec.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		// Into the service's log rather than Echo's (stdout), scrubbed: a
+		// panic value may carry whatever was in scope, keys included.
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			log.Error("panic recovered", "request_id", c.Get("perpetuity.request_id"), "route", c.Path(),
+				"panic", redactSecrets(err.Error()), "stack", redactSecrets(string(stack)))
+			return errPanicked
+		},
+	}))
+	ec.Use(mw...)
+	ec.Use(accessLog(log))
+	return ec
+}
+
+// errPanicked is what a recovered panic becomes: the panic value is logged
+// (scrubbed) once, never carried on into error handling or a response.
+var errPanicked = errors.New("panic recovered")
+
+// secretShape is what a Perpetuity or provider key looks like. Error text
+// bound for the log is scrubbed of them.
+var secretShape = regexp.MustCompile(`\b(ppk_|sk-)[A-Za-z0-9_-]{6,}`)
+
+func redactSecrets(s string) string { return secretShape.ReplaceAllString(s, "${1}[redacted]") }
+
 // errorHandler is the service's one place that maps errors to HTTP: proxy
 // routes answer in their caller's dialect (as an SSE error event once a
 // stream has started), everything else through Echo's default.
@@ -144,7 +178,7 @@ func errorHandler(ec *echo.Echo, log *slog.Logger) echo.HTTPErrorHandler {
 				if errors.As(err, &he) {
 					err = &proxy.APIError{Status: he.Code, Kind: kindFor(he.Code), Message: fmt.Sprint(he.Message)}
 				} else {
-					log.Error("proxy request failed", "request_id", c.Get("perpetuity.request_id"), "err", err)
+					log.Error("proxy request failed", "request_id", c.Get("perpetuity.request_id"), "err", redactSecrets(err.Error()))
 				}
 			}
 			proxy.WriteError(c, err)

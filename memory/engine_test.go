@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
@@ -56,14 +58,16 @@ func (wordAnalysis) id(t string) uint32 {
 func TestMain(m *testing.M) { os.Exit(dbtest.RunMain(m)) }
 
 type fixture struct {
-	db  *store.DB
-	eng *memory.Engine
-	nt  store.NewTenant
+	db    *store.DB
+	owner *pgxpool.Pool // the owner's view, across row-level security, for checks
+	eng   *memory.Engine
+	nt    store.NewTenant
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	db, err := store.Open(context.Background(), dbtest.Shared(t))
+	url := dbtest.Shared(t)
+	db, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +76,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{db: db, eng: newEngine(db), nt: nt}
+	return &fixture{db: db, owner: dbtest.Owner(t, url), eng: newEngine(db), nt: nt}
 }
 
 func newEngine(db *store.DB) *memory.Engine {
@@ -164,7 +168,7 @@ func TestProbeLeavesHeatAlone(t *testing.T) {
 	f.say(t, w, "user", "the secret word is pelican", 0)
 	count := func() int64 {
 		var n int64
-		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) + coalesce(sum(t_last), 0) + coalesce(sum(peak), 0)::bigint FROM activations WHERE tenant_id = $1`, f.nt.TenantID).Scan(&n); err != nil {
+		if err := f.owner.QueryRow(ctx, `SELECT count(*) + coalesce(sum(t_last), 0) + coalesce(sum(peak), 0)::bigint FROM activations WHERE tenant_id = $1`, f.nt.TenantID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -181,7 +185,7 @@ func TestProbeLeavesHeatAlone(t *testing.T) {
 		t.Fatal("a probe changed activation")
 	}
 	var reheats int64
-	_ = f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM reheats WHERE tenant_id = $1`, f.nt.TenantID).Scan(&reheats)
+	_ = f.owner.QueryRow(ctx, `SELECT count(*) FROM reheats WHERE tenant_id = $1`, f.nt.TenantID).Scan(&reheats)
 	if reheats != 0 {
 		t.Fatal("a probe logged reheats")
 	}
@@ -241,7 +245,7 @@ func TestPurgeReachesOtherProcess(t *testing.T) {
 	}
 	for _, tbl := range []string{"items", "messages", "retrieval_rows", "activations", "term_stats", "conversations"} {
 		var n int64
-		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` WHERE tenant_id = $1`, f.nt.TenantID).Scan(&n); err != nil {
+		if err := f.owner.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` WHERE tenant_id = $1`, f.nt.TenantID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 0 && tbl != "conversations" {

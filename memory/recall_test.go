@@ -60,7 +60,8 @@ func loadSamples(t *testing.T, only string) (*memory.Engine, []recallQ) {
 			t.Fatalf("no sample %q", only)
 		}
 	}
-	db := newFixture(t).db
+	fx := newFixture(t)
+	db := fx.db
 	nt, err := db.CreateTenant(ctx, "locomo", "nobody")
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func loadSamples(t *testing.T, only string) (*memory.Engine, []recallQ) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Pool.Exec(ctx, `UPDATE tenant_heads SET dict_version = $2 WHERE tenant_id = $1`, nt.TenantID, version); err != nil {
+	if _, err := fx.owner.Exec(ctx, `UPDATE tenant_heads SET dict_version = $2 WHERE tenant_id = $1`, nt.TenantID, version); err != nil {
 		t.Fatal(err)
 	}
 	opts := memory.Options{}

@@ -31,6 +31,27 @@ func TestUpDownUp(t *testing.T) {
 	if n := countTables(t, url); n != 1 { // only schema_migrations remains
 		t.Fatalf("after down to zero %d tables remain, want only schema_migrations", n)
 	}
+	// 000005's down leaves no function, policy or privilege of the
+	// application role behind in this database. The role itself is
+	// cluster-wide and stays while other databases (the template this one
+	// was cloned from) still grant it privileges: the down must not fail on
+	// that.
+	for _, q := range []string{
+		`SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'`,
+		`SELECT count(*) FROM pg_policy`,
+		`SELECT count(*) FROM pg_default_acl`,
+		`SELECT count(*) FROM pg_class WHERE relrowsecurity OR relforcerowsecurity`,
+		`SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'perpetuity_app'`,
+		`SELECT count(*) FROM pg_namespace n, aclexplode(n.nspacl) a
+			WHERE n.nspname = 'public' AND a.grantee = 'perpetuity_app'::regrole`,
+	} {
+		if n := count(t, url, q); n != 0 {
+			t.Errorf("after down to zero: %s = %d, want 0", q, n)
+		}
+	}
+	if n := count(t, url, `SELECT count(*) FROM pg_roles WHERE rolname = 'perpetuity_app'`); n != 1 {
+		t.Errorf("perpetuity_app dropped while the template database still grants it privileges")
+	}
 	if err := migrations.Up(url); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
@@ -41,6 +62,11 @@ func TestUpDownUp(t *testing.T) {
 
 func countTables(t *testing.T, url string) int {
 	t.Helper()
+	return count(t, url, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'")
+}
+
+func count(t *testing.T, url, sql string) int {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -48,8 +74,8 @@ func countTables(t *testing.T, url string) int {
 	}
 	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'").Scan(&n); err != nil {
-		t.Fatal(err)
+	if err := conn.QueryRow(ctx, sql).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/perpetuity/perpetuity/memory/store"
 )
 
 // Provider detection (DESIGN §3). Which provider a request is for is read
@@ -43,6 +45,7 @@ type provider struct {
 	name    string  // "openai", "anthropic", "openrouter" or a declared name
 	base    string  // base URL from configuration
 	dialect Dialect // OpenAIChat (OpenAI-compatible) or AnthropicMessages
+	noTools bool    // never offer the memory tools (Upstream.NoTools)
 }
 
 // providers is the configured set, built once by New.
@@ -67,7 +70,7 @@ func newProviders(cfg Config) providers {
 		openrouter: provider{name: "openrouter", base: strings.TrimRight(or, "/"), dialect: OpenAIChat},
 	}
 	for _, u := range cfg.Upstreams {
-		pr := provider{name: u.Name, base: strings.TrimRight(u.BaseURL, "/"), dialect: OpenAIChat}
+		pr := provider{name: u.Name, base: strings.TrimRight(u.BaseURL, "/"), dialect: OpenAIChat, noTools: u.NoTools}
 		for _, p := range u.Prefixes {
 			ps.declared = append(ps.declared, declaredPrefix{prefix: strings.ToLower(p), prov: pr})
 		}
@@ -107,6 +110,28 @@ func classifyKey(k string) keyKind {
 		return keyOpenAILike
 	}
 	return keyUnknown
+}
+
+// perpetuityKeyAsCredential refuses a Perpetuity key sent where the
+// provider credential goes (Authorization or x-api-key): an SDK that insists
+// on an api_key is easily handed the Perpetuity key. It is this service's
+// secret and no provider's, so it is never passed on. The message names the
+// header, never the key.
+func perpetuityKeyAsCredential(h http.Header) error {
+	for _, name := range []string{"Authorization", "X-Api-Key"} {
+		for _, v := range h.Values(name) {
+			v = strings.TrimSpace(v)
+			if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+				v = strings.TrimSpace(v[7:])
+			}
+			if strings.HasPrefix(v, store.KeyPrefix) {
+				return &APIError{Status: http.StatusUnauthorized, Kind: Authentication, Message: "the provider credential (" + name +
+					") is a Perpetuity key; send the provider's own key there, and the Perpetuity key in the URL (/k/<key>/v1) or in " +
+					HeaderKey + " (it is never passed on to a provider)"}
+			}
+		}
+	}
+	return nil
 }
 
 // credential is one provider key the caller sent.
@@ -222,6 +247,9 @@ func looksLikeURL(model string) bool {
 func (ps *providers) detect(model string, h http.Header) (target, error) {
 	if looksLikeURL(model) {
 		return target{}, errBadRequest("model: %q looks like a URL or address; upstreams are set by the operator's configuration only", model)
+	}
+	if err := perpetuityKeyAsCredential(h); err != nil {
+		return target{}, err
 	}
 	creds := readCredentials(h)
 	m := strings.ToLower(model)

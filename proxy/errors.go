@@ -40,6 +40,9 @@ type APIError struct {
 	Message string
 	// RetryAfter, when set, becomes the Retry-After header (seconds).
 	RetryAfter string
+	// OpenAIType, when set, replaces the kind's OpenAI error type (OpenAI
+	// tells its rate limits apart: "requests", "tokens").
+	OpenAIType string
 	// Body, when set, is an upstream error body already in the client's
 	// dialect, relayed as it came.
 	Body []byte
@@ -119,6 +122,9 @@ func ErrorBody(d Dialect, err error) (int, []byte) {
 		body = map[string]any{"type": "error", "error": map[string]any{"type": anthropicType(ae.Kind), "message": ae.Message}}
 	default:
 		typ, code := openAIType(ae.Kind)
+		if ae.OpenAIType != "" {
+			typ = ae.OpenAIType
+		}
 		e := map[string]any{"message": ae.Message, "type": typ, "param": nil, "code": nil}
 		if code != "" {
 			e["code"] = code

@@ -183,7 +183,8 @@ func newTestProxy(t *testing.T) *testProxy {
 		openai: newUpstream(t), anthropic: newUpstream(t), openrouter: newUpstream(t), vl: newUpstream(t)}
 	cfg := Config{
 		OpenAIBaseURL: tp.openai.URL + "/v1", AnthropicBaseURL: tp.anthropic.URL, OpenRouterBaseURL: tp.openrouter.URL + "/v1",
-		Upstreams:    []Upstream{{Name: "vllm", BaseURL: tp.vl.URL + "/v1", Prefixes: []string{"llama-", "meta-llama/", "gpt-oss"}}},
+		Upstreams: []Upstream{{Name: "vllm", BaseURL: tp.vl.URL + "/v1", Prefixes: []string{"llama-", "meta-llama/", "gpt-oss"}},
+			{Name: "notools", BaseURL: tp.vl.URL + "/v1", Prefixes: []string{"qwen"}, NoTools: true}}, // same server, declared notools
 		MaxBodyBytes: 1 << 20, CaptureTimeout: 5 * time.Second, FrameCeiling: 4000,
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

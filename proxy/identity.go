@@ -81,7 +81,7 @@ func (p *Proxy) resolveIdentity(ctx context.Context, c echo.Context) (memory.Who
 		return memory.Who{}, k, &APIError{Status: http.StatusUnauthorized, Kind: Authentication, Message: "invalid or revoked Perpetuity key"}
 	}
 	if err != nil {
-		return memory.Who{}, k, err
+		return memory.Who{}, k, p.memoryUnavailable(c, "key lookup", err)
 	}
 	p.touchKey(k)
 	return memory.Who{TenantID: k.TenantID, UserID: k.UserID, UserName: k.UserName}, k, nil
@@ -102,7 +102,7 @@ func (p *Proxy) chooseUser(ctx context.Context, c echo.Context, who memory.Who, 
 	}
 	id, err := p.dir.EnsureUser(ctx, who.TenantID, name)
 	if err != nil {
-		return who, err
+		return who, p.memoryUnavailable(c, "memory user", err)
 	}
 	who.UserID, who.UserName = id, name
 	return who, nil

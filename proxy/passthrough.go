@@ -12,6 +12,33 @@ import (
 // noDeadline clears a write deadline for a long stream.
 var noDeadline time.Time
 
+// defaultWriteStall is Config.WriteStall's default.
+const defaultWriteStall = time.Minute
+
+func (p *Proxy) writeStall() time.Duration {
+	if p.cfg.WriteStall > 0 {
+		return p.cfg.WriteStall
+	}
+	return defaultWriteStall
+}
+
+// writeFlush writes chunks and flushes them with at most stall for the
+// whole, then clears the deadline for the wait before the next write. False
+// means the client is gone or stopped reading.
+func writeFlush(w io.Writer, rc *http.ResponseController, stall time.Duration, chunks ...[]byte) bool {
+	_ = rc.SetWriteDeadline(time.Now().Add(stall))
+	for _, c := range chunks {
+		if _, err := w.Write(c); err != nil {
+			return false
+		}
+	}
+	if rc.Flush() != nil {
+		return false
+	}
+	_ = rc.SetWriteDeadline(noDeadline)
+	return true
+}
+
 // passthrough relays every other provider path (/v1/models,
 // /v1/messages/count_tokens, /v1/embeddings, ...) unchanged, so adopting the
 // proxy breaks nothing. The provider is read from the credential alone
@@ -21,7 +48,14 @@ var noDeadline time.Time
 // is not an open relay.
 func (p *Proxy) passthrough(c echo.Context) error {
 	req := c.Request()
-	if _, _, err := p.resolveIdentity(req.Context(), c); err != nil {
+	_, key, err := p.resolveIdentity(req.Context(), c)
+	if err != nil {
+		return err
+	}
+	if err := p.admit(c, key); err != nil {
+		return err
+	}
+	if err := perpetuityKeyAsCredential(req.Header); err != nil {
 		return err
 	}
 	rest := c.Param("*")
@@ -56,11 +90,8 @@ func (p *Proxy) passthrough(c echo.Context) error {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if _, werr := res.Write(buf[:n]); werr != nil {
-				return nil
-			}
-			_ = rc.Flush()
+		if n > 0 && !writeFlush(res, rc, p.writeStall(), buf[:n]) {
+			return nil
 		}
 		if err == io.EOF {
 			return nil

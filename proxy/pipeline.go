@@ -88,6 +88,9 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := p.admit(c, key); err != nil {
+			return err
+		}
 		if t.in, err = parseInbound(d, body); err != nil {
 			return err
 		}
@@ -105,7 +108,7 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		// conversation: the pass-through path stays off the database.
 		if t.sw.capture || t.sw.recall {
 			if t.who.ConversationID, err = p.dir.EnsureConversation(ctx, t.who.TenantID, t.who.UserID, convKey, title); err != nil {
-				return err
+				return p.memoryUnavailable(c, "conversation", err)
 			}
 			c.Response().Header().Set(HeaderConvID, strconv.FormatInt(t.who.ConversationID, 10))
 		}
@@ -126,7 +129,7 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 			}
 			f, err := p.mem.Frame(ctx, q)
 			if err != nil {
-				return fmt.Errorf("frame: %w", err)
+				return p.memoryUnavailable(c, "frame", err)
 			}
 			t.frame = &f
 			h := c.Response().Header()
@@ -144,6 +147,7 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 			}
 		}
 		reply, err := p.forward(c, t, out)
+		p.limits.charge(key.KeyID, spent(reply, len(out)))
 		status := responseStatus(c, err)
 		// The reply is out; storing it must not hold the response open.
 		p.after.Add(1)
@@ -173,6 +177,16 @@ func (p *Proxy) captureLive(ctx context.Context, t *turn) (*store.Captured, erro
 			Message: "memory is unavailable; the request was not forwarded"}
 	}
 	return &c, nil
+}
+
+// memoryUnavailable answers a request whose memory step failed before
+// anything was forwarded (the database is down or restarting): a 503 in
+// the caller's dialect, as when capture fails, instead of a bare 500. The
+// cause goes to the log only.
+func (p *Proxy) memoryUnavailable(c echo.Context, step string, err error) error {
+	p.log.Error(step+" failed", "request_id", c.Get("perpetuity.request_id"), "err", err)
+	return &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded,
+		Message: "memory is unavailable; the request was not forwarded"}
 }
 
 func liveItems(c *store.Captured) []int64 {

@@ -58,6 +58,15 @@ type Config struct {
 	// uses the memory tools; the last must answer. 0 means 3; 1 turns the
 	// tools off.
 	ToolRounds int
+	// Limits reads tenants' own per-key limits (ratelimit.go); nil means
+	// every tenant has KeyRPM and KeyTPM. 0 is unlimited.
+	Limits         LimitSource
+	KeyRPM, KeyTPM int
+	// WriteStall is how long one write to a client may stall; 0 means a
+	// minute. Streams have no deadline between writes (a provider may think
+	// for minutes), only on each write, so a client that stops reading is
+	// dropped, freeing its handler and the provider's generation.
+	WriteStall time.Duration
 }
 
 // Proxy serves the provider-shaped routes.
@@ -73,6 +82,7 @@ type Proxy struct {
 	after sync.WaitGroup
 
 	keys    *keyCache
+	limits  *limiter
 	touchMu sync.Mutex
 	touched map[int64]time.Time // key id -> last "last used" write
 }
@@ -102,7 +112,8 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ForceAttemptHTTP2:     true,
 	}
 	return &Proxy{cfg: cfg, providers: newProviders(cfg), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
-		client: &http.Client{Transport: tr}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL)}
+		client: &http.Client{Transport: tr}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL),
+		limits: newLimiter(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
 }
 
 // Register mounts the proxy routes. The key travels in the path (so that

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -200,7 +201,10 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return acc.reply(true), nil
+				// A client may hang up as soon as it has the final event;
+				// once the terminator went out untranslated, it had the
+				// whole reply, which is not an interrupted one.
+				return acc.reply(!(acc.done && rl.ts == nil)), nil
 			}
 			return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream broke off before its end"}
 		}
@@ -226,7 +230,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 			p.log.Warn("translated stream did not end cleanly", "request_id", t.rid, "provider", t.up.provider, "err", err)
 			return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream could not be translated to its end"}
 		}
-		if !writeEvents(res, rl.rc, out) {
+		if !writeEvents(res, rl.rc, p.writeStall(), out) {
 			return acc.reply(true), nil
 		}
 	}
@@ -268,7 +272,7 @@ func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 				return false, false, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider sent a malformed stream event"}
 			}
 		}
-		if !writeEvents(rl.res, rl.rc, out) {
+		if !writeEvents(rl.res, rl.rc, rl.p.writeStall(), out) {
 			return false, true, nil
 		}
 	}
@@ -283,17 +287,17 @@ func isTerminator(d Dialect, ev sse.Event) bool {
 	return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))
 }
 
-// writeEvents writes and flushes events; false means the client is gone.
-func writeEvents(res *echo.Response, rc *http.ResponseController, evs []sse.Event) bool {
+// writeEvents writes and flushes events under the stall deadline; false
+// means the client is gone or stopped reading.
+func writeEvents(res *echo.Response, rc *http.ResponseController, stall time.Duration, evs []sse.Event) bool {
 	if len(evs) == 0 {
 		return true
 	}
-	for _, ev := range evs {
-		if _, err := res.Write(ev.Raw); err != nil {
-			return false
-		}
+	raw := make([][]byte, len(evs))
+	for i, ev := range evs {
+		raw[i] = ev.Raw
 	}
-	return rc.Flush() == nil
+	return writeFlush(res, rc, stall, raw...)
 }
 
 // redactURL keeps transport errors from echoing full URLs (which may carry

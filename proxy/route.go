@@ -16,6 +16,7 @@ type upstream struct {
 	provider string
 	url      string
 	dialect  Dialect // what the provider speaks on this call
+	noTools  bool    // the operator declared the upstream notools
 	header   http.Header
 	// build renders the request body for the provider, frame included.
 	build func(in *inbound, f *memory.Frame) ([]byte, error)
@@ -38,7 +39,7 @@ func (p *Proxy) route(in *inbound, h http.Header, tr *translate.Translator) (ups
 	if err != nil {
 		return upstream{}, err
 	}
-	up := upstream{provider: tg.prov.name, dialect: tg.prov.dialect, header: upstreamHeaders(h, tg), build: renderFrame}
+	up := upstream{provider: tg.prov.name, dialect: tg.prov.dialect, noTools: tg.prov.noTools, header: upstreamHeaders(h, tg), build: renderFrame}
 	switch {
 	case in.dialect == OpenAIChat && tg.prov.dialect == OpenAIChat:
 		up.url = tg.prov.base + "/chat/completions"

@@ -38,8 +38,8 @@ import (
 //     called too); text before that goes out as it comes.
 //   - A round cut short (max tokens, content filter, ...) is never
 //     continued: its memory calls are dropped.
-//   - Tools are on unless X-Perpetuity-Tools: off, with recall on and a
-//     frame built (a live question). Probe mode keeps them: they only read.
+//   - Tools are on unless X-Perpetuity-Tools: off or the upstream is
+//     declared notools, with recall on and a frame built (a live question). Probe mode keeps them: they only read.
 //     The Responses API never gets them (it is relayed untranslated, and its
 //     stream has no single-message shape to stitch rounds into), nor a
 //     request asking for several choices (n > 1).
@@ -80,7 +80,7 @@ func (p *Proxy) toolRounds() int {
 // toolsFor decides whether a turn offers the memory tools.
 func (p *Proxy) toolsFor(t *turn) bool {
 	in := t.in
-	if !t.sw.tools || !t.sw.recall || in.live < 0 || in.stateful || p.toolRounds() < 2 {
+	if !t.sw.tools || !t.sw.recall || in.live < 0 || in.stateful || p.toolRounds() < 2 || t.up.noTools {
 		return false
 	}
 	if in.dialect == OpenAIResponses || t.up.dialect == OpenAIResponses {

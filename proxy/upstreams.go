@@ -17,6 +17,10 @@ type Upstream struct {
 	Name     string
 	BaseURL  string // includes the API version path, e.g. http://10.0.0.5:8000/v1
 	Prefixes []string
+	// NoTools keeps the memory tools out of every request to this upstream
+	// (the "notools" option), for servers that reject tools or models that
+	// cannot call them. The memory frame is still put in.
+	NoTools bool
 }
 
 // reservedName reports the built-in providers' names, which a declared
@@ -25,12 +29,14 @@ func reservedName(s string) bool { return s == "openai" || s == "anthropic" || s
 
 // ParseUpstreams reads PERPETUITY_UPSTREAMS:
 //
-//	name=base-url|prefix,prefix;name=base-url|prefix
+//	name=base-url|prefix,prefix[|option,option];name=base-url|prefix
 //
 // for example
 //
-//	vllm=http://10.0.0.5:8000/v1|meta-llama/,qwen;ollama=http://127.0.0.1:11434/v1|llama3,gpt-oss
+//	vllm=http://10.0.0.5:8000/v1|meta-llama/,qwen;ollama=http://127.0.0.1:11434/v1|llama3,gpt-oss|notools
 //
+// The one option is notools: requests to that upstream never get the memory
+// tools (the frame is still put in).
 // Entries are separated by ';' or newlines, whitespace around parts is
 // ignored. Names are lowercase letters, digits, '-' and '_' and may not be
 // openai, anthropic or openrouter. The base URL is http(s) with a host and
@@ -50,8 +56,9 @@ func ParseUpstreams(s string) ([]Upstream, error) {
 		name, rest, ok := strings.Cut(entry, "=")
 		base, list, ok2 := strings.Cut(rest, "|")
 		if !ok || !ok2 {
-			return nil, fmt.Errorf("upstream %q: want name=base-url|prefix,prefix", entry)
+			return nil, fmt.Errorf("upstream %q: want name=base-url|prefix,prefix[|notools]", entry)
 		}
+		list, opts, _ := strings.Cut(list, "|")
 		name, base = strings.TrimSpace(name), strings.TrimRight(strings.TrimSpace(base), "/")
 		if !validUpstreamName(name) {
 			return nil, fmt.Errorf("upstream %q: name must be lowercase letters, digits, '-' or '_'", name)
@@ -85,6 +92,18 @@ func ParseUpstreams(s string) ([]Upstream, error) {
 		}
 		if len(up.Prefixes) == 0 {
 			return nil, fmt.Errorf("upstream %q: no model prefixes", name)
+		}
+		for _, o := range strings.Split(opts, ",") {
+			o = strings.ToLower(strings.TrimSpace(o))
+			if o == "" {
+				continue
+			}
+			switch o {
+			case "notools":
+				up.NoTools = true
+			default:
+				return nil, fmt.Errorf("upstream %q: unknown option %q (known: notools)", name, o)
+			}
 		}
 		out = append(out, up)
 	}

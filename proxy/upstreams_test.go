@@ -34,6 +34,13 @@ func TestParseUpstreams(t *testing.T) {
 		{"query", "a=http://h/v1?key=1|x", nil, "not an http(s) base URL"},
 		{"credentials", "a=http://u:p@h/v1|x", nil, "not an http(s) base URL"},
 		{"blank in prefix", "a=http://h/v1|ll ama", nil, "contains blanks"},
+		{"notools", "ollama=http://127.0.0.1:11434/v1|llama3,qwen|notools",
+			[]Upstream{{Name: "ollama", BaseURL: "http://127.0.0.1:11434/v1", Prefixes: []string{"llama3", "qwen"}, NoTools: true}}, ""},
+		{"notools, spaces and case, beside one with tools", "a=http://h/v1|x| NoTools ;b=http://g/v1|y",
+			[]Upstream{{Name: "a", BaseURL: "http://h/v1", Prefixes: []string{"x"}, NoTools: true}, {Name: "b", BaseURL: "http://g/v1", Prefixes: []string{"y"}}}, ""},
+		{"empty options", "a=http://h/v1|x|", []Upstream{{Name: "a", BaseURL: "http://h/v1", Prefixes: []string{"x"}}}, ""},
+		{"unknown option", "a=http://h/v1|x|nostream", nil, `unknown option "nostream"`},
+		{"option in place of prefixes", "a=http://h/v1||notools", nil, "no model prefixes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

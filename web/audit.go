@@ -27,8 +27,13 @@ type auditEntry struct {
 	Address    string
 }
 
-const insertAuditSQL = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail, address)
+const (
+	insertAuditSQL = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail, address)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	// Platform events belong to no tenant, so no tenant transaction may
+	// write them: a function that acts as the owner does (migration 000005).
+	platformAuditSQL = `SELECT record_platform_audit($1, $2, $3, $4, $5, $6)`
+)
 
 // execer is a transaction or a pool: audit entries are written in the
 // transaction of the change they record whenever there is one.
@@ -37,10 +42,7 @@ type execer interface {
 }
 
 func writeAudit(ctx context.Context, q execer, e auditEntry) error {
-	var tenant, actor *int64
-	if e.TenantID != 0 {
-		tenant = &e.TenantID
-	}
+	var actor *int64
 	if e.ActorID != 0 {
 		actor = &e.ActorID
 	}
@@ -52,7 +54,12 @@ func writeAudit(ctx context.Context, q execer, e auditEntry) error {
 	if err != nil {
 		return fmt.Errorf("audit detail: %w", err)
 	}
-	if _, err := q.Exec(ctx, insertAuditSQL, tenant, actor, e.ActorEmail, e.Action, e.Target, d, e.Address); err != nil {
+	if e.TenantID == 0 {
+		_, err = q.Exec(ctx, platformAuditSQL, actor, e.ActorEmail, e.Action, e.Target, d, e.Address)
+	} else {
+		_, err = q.Exec(ctx, insertAuditSQL, e.TenantID, actor, e.ActorEmail, e.Action, e.Target, d, e.Address)
+	}
+	if err != nil {
 		return fmt.Errorf("audit %s: %w", e.Action, err)
 	}
 	return nil

@@ -73,12 +73,16 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation
 }
 
+// Sign-in and sign-up look accounts up by address before any tenant is
+// known, through functions that act as the owner (migration 000005); what
+// happens in a tenant afterwards runs in it.
 const (
-	emailTakenSQL     = `SELECT EXISTS (SELECT 1 FROM console_accounts WHERE lower(email) = $1)`
-	insertAccountSQL  = `INSERT INTO console_accounts (tenant_id, email, password_hash, role) VALUES ($1, $2, $3, $4) RETURNING id`
-	deleteTenantSQL   = `DELETE FROM tenants WHERE id = $1`
-	accountByEmailSQL = `SELECT id, coalesce(tenant_id, 0), password_hash, role, disabled_at IS NOT NULL FROM console_accounts WHERE lower(email) = $1`
-	signedInSQL       = `UPDATE console_accounts SET last_sign_in_at = now() WHERE id = $1`
+	emailTakenSQL        = `SELECT console_email_taken($1)`
+	insertAccountSQL     = `INSERT INTO console_accounts (tenant_id, email, password_hash, role) VALUES ($1, $2, $3, $4) RETURNING id`
+	deleteTenantSQL      = `DELETE FROM tenants WHERE id = $1`
+	accountByEmailSQL    = `SELECT id, tenant_id, password_hash, role, disabled FROM console_account_by_email($1)`
+	signedInSQL          = `SELECT console_account_signed_in($1)`
+	createPlatformAdmSQL = `SELECT console_create_platform_admin($1, $2)`
 )
 
 func (c *Console) signUpForm(ec echo.Context) error {
@@ -143,7 +147,11 @@ func (c *Console) signUp(ec echo.Context) error {
 	if err != nil {
 		// CreateTenant committed on its own: take the tenant back out so a
 		// lost race on the email leaves no orphan team behind.
-		if _, derr := c.db.Pool.Exec(context.WithoutCancel(ctx), deleteTenantSQL, nt.TenantID); derr != nil {
+		derr := c.db.InTenant(context.WithoutCancel(ctx), nt.TenantID, func(tx pgx.Tx) error {
+			_, err := tx.Exec(context.WithoutCancel(ctx), deleteTenantSQL, nt.TenantID)
+			return err
+		})
+		if derr != nil {
 			c.log.Error("remove tenant after failed sign-up", "err", derr, "tenant", nt.TenantID)
 		}
 		if isUniqueViolation(err) {
@@ -269,10 +277,9 @@ func (c *Console) signOut(ec echo.Context) error {
 }
 
 const (
-	inviteByTokenSQL = `SELECT i.tenant_id, i.id, i.email, i.role, t.name
-FROM console_invites i JOIN tenants t ON t.id = i.tenant_id
-WHERE i.token_hash = $1 AND i.accepted_at IS NULL AND i.expires_at > now()`
-	claimInviteSQL = `UPDATE console_invites SET accepted_at = now()
+	// Before the invitation is found its tenant is not known: a function.
+	inviteByTokenSQL = `SELECT tenant_id, id, email, role, tenant_name FROM console_invite($1)`
+	claimInviteSQL   = `UPDATE console_invites SET accepted_at = now()
 WHERE tenant_id = $1 AND id = $2 AND accepted_at IS NULL AND expires_at > now()`
 )
 
@@ -374,7 +381,7 @@ func CreatePlatformAdmin(ctx context.Context, db *store.DB, email, password stri
 	}
 	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		var id int64
-		if err := tx.QueryRow(ctx, insertAccountSQL, nil, email, hash, templates.RolePlatformAdmin).Scan(&id); err != nil {
+		if err := tx.QueryRow(ctx, createPlatformAdmSQL, email, hash).Scan(&id); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("an account with email %s exists already", email)
 			}

@@ -63,7 +63,7 @@ func addMember(t *testing.T, srv *webtest.Server, tm team, role string) (*webtes
 	}
 	cl.Get("/console")
 	var id int64
-	if err := srv.DB.Pool.QueryRow(context.Background(), `SELECT id FROM console_accounts WHERE email = $1`, email).Scan(&id); err != nil {
+	if err := srv.Owner.QueryRow(context.Background(), `SELECT id FROM console_accounts WHERE email = $1`, email).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	return cl, email, id
@@ -80,7 +80,7 @@ func storeTurn(t *testing.T, srv *webtest.Server, tr webtest.Turn) (itemID, conv
 
 func auditActions(t *testing.T, srv *webtest.Server, tenantID int64) []string {
 	t.Helper()
-	rows, err := srv.DB.Pool.Query(context.Background(), `SELECT action FROM audit_log WHERE tenant_id = $1 ORDER BY id`, tenantID)
+	rows, err := srv.Owner.Query(context.Background(), `SELECT action FROM audit_log WHERE tenant_id = $1 ORDER BY id`, tenantID)
 	if err != nil {
 		t.Fatal(err)
 	}

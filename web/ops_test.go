@@ -115,7 +115,7 @@ func TestDictionaryRolloutFromConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rootEmail string
-	if err := srv.DB.Pool.QueryRow(ctx, `SELECT email FROM console_accounts WHERE role = 'platform_admin'`).Scan(&rootEmail); err != nil {
+	if err := srv.Owner.QueryRow(ctx, `SELECT email FROM console_accounts WHERE role = 'platform_admin'`).Scan(&rootEmail); err != nil {
 		t.Fatal(err)
 	}
 	root := srv.NewClient(t)
@@ -256,7 +256,7 @@ func TestIntegrityFromConsole(t *testing.T) {
 	if strings.Contains(r.Body, "arena not compared") {
 		t.Fatal("the console check did not compare the serving arena")
 	}
-	if _, err := srv.DB.Pool.Exec(ctx, `UPDATE corpus_stats SET total_length = total_length + 1 WHERE tenant_id = $1`, o.tenantID); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `UPDATE corpus_stats SET total_length = total_length + 1 WHERE tenant_id = $1`, o.tenantID); err != nil {
 		t.Fatal(err)
 	}
 	r = run()
@@ -314,7 +314,7 @@ func TestPurgeFromConsole(t *testing.T) {
 	}
 	count := func(user int64) int64 {
 		var n int64
-		if err := srv.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM items WHERE tenant_id = $1 AND user_id = $2`, o.tenantID, user).Scan(&n); err != nil {
+		if err := srv.Owner.QueryRow(ctx, `SELECT count(*) FROM items WHERE tenant_id = $1 AND user_id = $2`, o.tenantID, user).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

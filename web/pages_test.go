@@ -86,7 +86,7 @@ func TestKeysCreateBindAndRevoke(t *testing.T) {
 		}
 	}
 	var detail string
-	if err := srv.DB.Pool.QueryRow(ctx, `SELECT detail::text FROM audit_log WHERE tenant_id = $1 AND action = 'key.create'`, tm.tenantID).Scan(&detail); err != nil {
+	if err := srv.Owner.QueryRow(ctx, `SELECT detail::text FROM audit_log WHERE tenant_id = $1 AND action = 'key.create'`, tm.tenantID).Scan(&detail); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(detail, key) {

@@ -13,12 +13,12 @@ import (
 )
 
 // The platform admin's tenant list is the one console read across tenants;
-// it touches only tenants and accounts, never a tenant's memory.
+// it touches only tenants and accounts, never a tenant's memory, and runs
+// as the owner (a function, migration 000005). A tenant's name is read in
+// the tenant.
 const (
-	listTenantsSQL = `SELECT t.id, t.name, t.created_at,
-       (SELECT count(*) FROM console_accounts a WHERE a.tenant_id = t.id)
-FROM tenants t ORDER BY t.id`
-	tenantNameSQL = `SELECT name FROM tenants WHERE id = $1`
+	listTenantsSQL = `SELECT id, name, created_at, accounts FROM platform_tenants()`
+	tenantNameSQL  = `SELECT name FROM tenants WHERE id = $1`
 )
 
 type tenantRow struct {
@@ -68,7 +68,8 @@ func (c *Console) enterTenant(ec echo.Context) error {
 		return c.notFound(ec)
 	}
 	var name string
-	if err := c.db.Pool.QueryRow(ctx, tenantNameSQL, id).Scan(&name); err != nil {
+	err = c.db.InTenant(ctx, id, func(tx pgx.Tx) error { return tx.QueryRow(ctx, tenantNameSQL, id).Scan(&name) })
+	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return c.notFound(ec)
 		}

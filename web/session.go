@@ -54,22 +54,14 @@ func sessionOf(ec echo.Context) *session {
 	return s
 }
 
-// For a platform admin the acting tenant is the one entered; for everyone
-// else it is always the account's own, whatever the session row says.
-const loadSessionSQL = `
-SELECT a.id, a.email, a.role, coalesce(a.tenant_id, 0),
-       coalesce(CASE WHEN a.role = 'platform_admin' THEN s.tenant_id ELSE a.tenant_id END, 0),
-       coalesce(t.name, ''), s.csrf_token, s.last_seen_at
-FROM console_sessions s
-JOIN console_accounts a ON a.id = s.account_id
-LEFT JOIN tenants t ON t.id = CASE WHEN a.role = 'platform_admin' THEN s.tenant_id ELSE a.tenant_id END
-WHERE s.token_hash = $1
-  AND s.expires_at > now()
-  AND s.last_seen_at > now() - make_interval(secs => $2)
-  AND a.disabled_at IS NULL`
-
-const touchSessionSQL = `UPDATE console_sessions SET last_seen_at = now()
-WHERE token_hash = $1 AND last_seen_at < now() - interval '1 minute'`
+// Sessions are looked up by token before any tenant is known: these run
+// functions that act as the owner (migration 000005), which also decide the
+// acting tenant (a platform admin's entered one, everyone else's own).
+const (
+	loadSessionSQL = `SELECT account_id, email, role, home_tenant, tenant_id, tenant_name, csrf_token, last_seen_at
+FROM console_session($1, $2)`
+	touchSessionSQL = `SELECT console_session_touch($1)`
+)
 
 // loadSession attaches the session named by the cookie, if it is live.
 // Static files skip it: they are public and need no database round trip.
@@ -131,9 +123,11 @@ func hashToken(tok string) ([]byte, bool) {
 }
 
 const (
-	deleteSessionSQL         = `DELETE FROM console_sessions WHERE token_hash = $1`
-	deleteStaleSessionsSQL   = `DELETE FROM console_sessions WHERE account_id = $1 AND expires_at < now()`
-	insertSessionSQL         = `INSERT INTO console_sessions (token_hash, account_id, tenant_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`
+	endSessionSQL = `SELECT console_session_end($1)`
+	// Drops the presented session and the account's expired ones, then
+	// inserts the new one; NULL when the account may not act in the tenant.
+	startSessionSQL = `SELECT console_session_start($1, $2, $3, $4, $5, $6)`
+	// Runs in the tenant: a tenant account's sessions act in its tenant.
 	deleteAccountSessionsSQL = `DELETE FROM console_sessions WHERE account_id = $2
 	AND account_id IN (SELECT id FROM console_accounts WHERE tenant_id = $1)`
 )
@@ -155,22 +149,16 @@ func (c *Console) startSession(ctx context.Context, ec echo.Context, accountID, 
 	if tenantID != 0 {
 		tenant = &tenantID
 	}
-	err = pgx.BeginFunc(ctx, c.db.Pool, func(tx pgx.Tx) error {
-		if ck, err := ec.Cookie(c.sessionCookie); err == nil {
-			if old, ok := hashToken(ck.Value); ok {
-				if _, err := tx.Exec(ctx, deleteSessionSQL, old); err != nil {
-					return err
-				}
-			}
-		}
-		if _, err := tx.Exec(ctx, deleteStaleSessionsSQL, accountID); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, insertSessionSQL, hash, accountID, tenant, csrf, c.cfg.SessionMax.Seconds())
-		return err
-	})
-	if err != nil {
+	var old []byte
+	if ck, err := ec.Cookie(c.sessionCookie); err == nil {
+		old, _ = hashToken(ck.Value)
+	}
+	var started *bool
+	if err := c.db.Pool.QueryRow(ctx, startSessionSQL, old, hash, accountID, tenant, csrf, c.cfg.SessionMax.Seconds()).Scan(&started); err != nil {
 		return fmt.Errorf("start session: %w", err)
+	}
+	if started == nil {
+		return fmt.Errorf("start session: account %d may not act in tenant %d", accountID, tenantID)
 	}
 	ec.SetCookie(&http.Cookie{
 		Name:     c.sessionCookie,
@@ -190,7 +178,7 @@ func (c *Console) startSession(ctx context.Context, ec echo.Context, accountID, 
 
 // endSession deletes the browser's session and its cookie.
 func (c *Console) endSession(ctx context.Context, ec echo.Context, s *session) error {
-	if _, err := c.db.Pool.Exec(ctx, deleteSessionSQL, s.tokenHash); err != nil {
+	if _, err := c.db.Pool.Exec(ctx, endSessionSQL, s.tokenHash); err != nil {
 		return fmt.Errorf("end session: %w", err)
 	}
 	c.clearCookie(ec, c.sessionCookie)

@@ -83,7 +83,7 @@ func TestDisablingAnAccountEndsItsSessions(t *testing.T) {
 	}
 	// The admin cannot lock themself out.
 	var self int64
-	if err := srv.DB.Pool.QueryRow(t.Context(), `SELECT id FROM console_accounts WHERE email = $1`, tm.email).Scan(&self); err != nil {
+	if err := srv.Owner.QueryRow(t.Context(), `SELECT id FROM console_accounts WHERE email = $1`, tm.email).Scan(&self); err != nil {
 		t.Fatal(err)
 	}
 	if p := tm.admin.Post("/console/accounts/"+strconv.FormatInt(self, 10)+"/disable", nil); p.Status != http.StatusBadRequest {

@@ -63,7 +63,7 @@ func TestSignUpLandsOnConnectPageWithKeyShownOnce(t *testing.T) {
 		}
 	}
 	var plain int
-	if err := srv.DB.Pool.QueryRow(ctx,
+	if err := srv.Owner.QueryRow(ctx,
 		`SELECT count(*) FROM api_keys WHERE prefix = $1 OR encode(key_hash, 'escape') LIKE '%' || $1 || '%'`, key).Scan(&plain); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestSignUpLandsOnConnectPageWithKeyShownOnce(t *testing.T) {
 		t.Fatalf("keys page lists %d keys, want the first one", got)
 	}
 	var action string
-	if err := srv.DB.Pool.QueryRow(ctx, `SELECT action FROM audit_log WHERE tenant_id = $1 ORDER BY id LIMIT 1`, id.TenantID).Scan(&action); err != nil {
+	if err := srv.Owner.QueryRow(ctx, `SELECT action FROM audit_log WHERE tenant_id = $1 ORDER BY id LIMIT 1`, id.TenantID).Scan(&action); err != nil {
 		t.Fatal(err)
 	}
 	if action != "tenant.signup" {
@@ -111,7 +111,7 @@ func TestSignUpRejects(t *testing.T) {
 		})
 	}
 	var tenants int
-	if err := srv.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM tenants`).Scan(&tenants); err != nil {
+	if err := srv.Owner.QueryRow(context.Background(), `SELECT count(*) FROM tenants`).Scan(&tenants); err != nil {
 		t.Fatal(err)
 	}
 	if tenants != 1 {

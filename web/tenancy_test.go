@@ -18,7 +18,7 @@ func TestMemberIsReadOnly(t *testing.T) {
 	tm := signUpTeam(t, srv, "Readers")
 	mem, _, _ := addMember(t, srv, tm, "tenant_member")
 	var keyID int64
-	if err := srv.DB.Pool.QueryRow(context.Background(), `SELECT id FROM api_keys WHERE tenant_id = $1`, tm.tenantID).Scan(&keyID); err != nil {
+	if err := srv.Owner.QueryRow(context.Background(), `SELECT id FROM api_keys WHERE tenant_id = $1`, tm.tenantID).Scan(&keyID); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/console", "/console/connect", "/console/keys", "/console/users", "/console/memory"} {
@@ -69,7 +69,7 @@ func TestTenantAdminCannotReachAnotherTenant(t *testing.T) {
 	_, convB := storeTurn(t, srv, webtest.Turn{TenantID: b.tenantID, UserID: b.userID, Conversation: "b1", Role: "user", Text: "secret " + canaryB + " canary plan", Peak: 1})
 	_, memberB, memberBID := addMember(t, srv, b, "tenant_member")
 	var keyB int64
-	if err := srv.DB.Pool.QueryRow(context.Background(), `SELECT id FROM api_keys WHERE tenant_id = $1`, b.tenantID).Scan(&keyB); err != nil {
+	if err := srv.Owner.QueryRow(context.Background(), `SELECT id FROM api_keys WHERE tenant_id = $1`, b.tenantID).Scan(&keyB); err != nil {
 		t.Fatal(err)
 	}
 	id := func(n int64) string { return strconv.FormatInt(n, 10) }
@@ -111,14 +111,14 @@ func TestTenantAdminCannotReachAnotherTenant(t *testing.T) {
 	}
 	var role string
 	var disabled bool
-	if err := srv.DB.Pool.QueryRow(context.Background(), `SELECT role, disabled_at IS NOT NULL FROM console_accounts WHERE id = $1`, memberBID).Scan(&role, &disabled); err != nil {
+	if err := srv.Owner.QueryRow(context.Background(), `SELECT role, disabled_at IS NOT NULL FROM console_accounts WHERE id = $1`, memberBID).Scan(&role, &disabled); err != nil {
 		t.Fatal(err)
 	}
 	if role != "tenant_member" || disabled {
 		t.Fatalf("B's member changed by A: role %s disabled %v", role, disabled)
 	}
 	var keysB int
-	if err := srv.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM api_keys WHERE tenant_id = $1`, b.tenantID).Scan(&keysB); err != nil {
+	if err := srv.Owner.QueryRow(context.Background(), `SELECT count(*) FROM api_keys WHERE tenant_id = $1`, b.tenantID).Scan(&keysB); err != nil {
 		t.Fatal(err)
 	}
 	if keysB != 1 {
@@ -165,7 +165,7 @@ func TestRouteMatrixOverHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		var id int64
-		if err := srv.DB.Pool.QueryRow(ctx, `SELECT max(id) FROM api_keys WHERE tenant_id = $1`, tm.tenantID).Scan(&id); err != nil {
+		if err := srv.Owner.QueryRow(ctx, `SELECT max(id) FROM api_keys WHERE tenant_id = $1`, tm.tenantID).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		return strconv.FormatInt(id, 10)

@@ -53,7 +53,10 @@ func NewTenant(ctx context.Context, db *store.DB, name string, users int) (*Tena
 		}
 		t.Users, t.Keys = append(t.Users, id), append(t.Keys, key)
 	}
-	if err := db.Pool.QueryRow(ctx, `SELECT dict_version FROM tenant_heads WHERE tenant_id = $1`, t.ID).Scan(&t.Dict); err != nil {
+	err = db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT dict_version FROM tenant_heads WHERE tenant_id = $1`, t.ID).Scan(&t.Dict)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("tenant head: %w", err)
 	}
 	return t, nil
@@ -160,7 +163,15 @@ func (l *Loader) Load(ctx context.Context, t *Tenant, items []arena.Item) error 
 			newConvs = append(newConvs, items[i])
 		}
 	}
-	err := l.db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
+	// The loader writes as the database owner, on a connection of its own:
+	// the application's role (store.Open) may not COPY into a table under
+	// row-level security, bypass triggers or ANALYZE.
+	owner, err := pgx.Connect(ctx, l.db.Pool.Config().ConnString())
+	if err != nil {
+		return fmt.Errorf("bulk load: connect: %w", err)
+	}
+	defer owner.Close(context.WithoutCancel(ctx))
+	err = pgx.BeginFunc(ctx, owner, func(tx pgx.Tx) error {
 		replica, err := bypassTriggers(ctx, tx)
 		if err != nil {
 			return err
@@ -226,7 +237,7 @@ func (l *Loader) Load(ctx context.Context, t *Tenant, items []arena.Item) error 
 	// Autovacuum would analyze tables this much bigger within its next
 	// naptime; until then the planner believes they are as small as before
 	// and picks nested loops that read the tenant once per row.
-	if _, err := l.db.Pool.Exec(ctx, analyzeSQL); err != nil {
+	if _, err := owner.Exec(ctx, analyzeSQL); err != nil {
 		return fmt.Errorf("analyze: %w", err)
 	}
 	return nil

@@ -22,11 +22,13 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := store.Open(ctx, dbtest.New(t))
+	url := dbtest.New(t)
+	db, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	owner := dbtest.Owner(t, url) // reads every row, across row-level security
 	k, err := newKit(ctx, db, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +52,7 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 			args = append(args, tn.ID)
 		}
 		var n int64
-		if err := db.Pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		if err := owner.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 		return n
@@ -90,7 +92,7 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 	read := func(itemID int64) stored {
 		t.Helper()
 		var s stored
-		err := db.Pool.QueryRow(ctx, `SELECT i.body, i.tokens, r.term_ids, r.term_freqs, r.length FROM items i
+		err := owner.QueryRow(ctx, `SELECT i.body, i.tokens, r.term_ids, r.term_freqs, r.length FROM items i
 			JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id WHERE i.tenant_id = $1 AND i.id = $2`,
 			tn.ID, itemID).Scan(&s.Body, &s.Tokens, &s.Terms, &s.Freqs, &s.Length)
 		if err != nil {
@@ -99,7 +101,7 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 		return s
 	}
 	var ids []int64
-	rows, err := db.Pool.Query(ctx, `SELECT id FROM items WHERE tenant_id = $1 ORDER BY seq LIMIT 3`, tn.ID)
+	rows, err := owner.Query(ctx, `SELECT id FROM items WHERE tenant_id = $1 ORDER BY seq LIMIT 3`, tn.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
@@ -114,17 +116,27 @@ func runMemPath(ctx context.Context, mp *memPath, k *kit, t *Tenant, lr liveRequ
 	res := &MemPathResult{Items: t.Items, Capture: Fold(caps), Frame: Fold(frames), Total: Fold(totals),
 		Count: Fold(counts), CountBodies: len(bodies), Statements: mp.tr.per(cfg.Rounds * cfg.PipelinePairs)}
 	var last int64
-	if err := k.db.Pool.QueryRow(ctx, `SELECT max(id) FROM items WHERE tenant_id = $1`, t.ID).Scan(&last); err != nil {
+	err := k.db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT max(id) FROM items WHERE tenant_id = $1`, t.ID).Scan(&last)
+	})
+	if err != nil {
 		return nil, err
 	}
 	var looks []time.Duration
 	for range 5 {
-		t0 := time.Now()
 		var n int
-		if err := k.db.Pool.QueryRow(ctx, rowLookupSQL, t.ID, last).Scan(&n); err != nil {
+		var took time.Duration
+		// Timed inside the tenant's transaction: the lookup alone.
+		err := k.db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
+			t0 := time.Now()
+			err := tx.QueryRow(ctx, rowLookupSQL, t.ID, last).Scan(&n)
+			took = time.Since(t0)
+			return err
+		})
+		if err != nil {
 			return nil, fmt.Errorf("row lookup: %w", err)
 		}
-		looks = append(looks, time.Since(t0))
+		looks = append(looks, took)
 	}
 	res.RowLookup = Median(looks)
 	return res, nil

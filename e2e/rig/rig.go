@@ -60,7 +60,7 @@ func moduleRoot() string {
 type Proc struct {
 	URL    string // http://127.0.0.1:port
 	Cmd    *exec.Cmd
-	Log    *LockedBuffer
+	Log    *LockedBuffer // standard error and standard output, line by line
 	exited chan struct{}
 }
 
@@ -87,7 +87,9 @@ func Serve(t testing.TB, env []string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = pw
+	// Stdout too: Echo's own logger (panic recovery) writes there, and a
+	// secret printed on either stream is in the server's log.
+	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
 		pw.Close()
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/ops"
@@ -34,11 +36,12 @@ var admin = store.Actor{Email: "test"}
 // fixture is a tenant in a database that holds the shipped dictionaries,
 // with an engine (a serving process) built on v1 as serving builds it.
 type fixture struct {
-	db  *store.DB
-	eng *memory.Engine
-	nt  store.NewTenant
-	v1  *dict.Dictionary
-	v2  *dict.Dictionary
+	db    *store.DB
+	owner *pgxpool.Pool // the owner, across row-level security: checks and breakage
+	eng   *memory.Engine
+	nt    store.NewTenant
+	v1    *dict.Dictionary
+	v2    *dict.Dictionary
 }
 
 func openDB(t *testing.T, url string) *store.DB {
@@ -59,7 +62,7 @@ func newFixture(t *testing.T) *fixture {
 func newFixtureOn(t *testing.T, db *store.DB) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &fixture{db: db}
+	f := &fixture{db: db, owner: dbtest.Owner(t, db.Pool.Config().ConnString())}
 	for _, v := range []int{1, 2} {
 		d, err := dict.Builtin(v)
 		if err != nil {
@@ -157,7 +160,7 @@ func (f *fixture) mustBeClean(t *testing.T, arenas ops.Arenas) store.IntegrityRe
 // exec runs SQL against the fixture's database.
 func (f *fixture) exec(t *testing.T, sql string, args ...any) int64 {
 	t.Helper()
-	tag, err := f.db.Pool.Exec(context.Background(), sql, args...)
+	tag, err := f.owner.Exec(context.Background(), sql, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
@@ -167,7 +170,7 @@ func (f *fixture) exec(t *testing.T, sql string, args ...any) int64 {
 func (f *fixture) int64(t *testing.T, sql string, args ...any) int64 {
 	t.Helper()
 	var n int64
-	if err := f.db.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+	if err := f.owner.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
@@ -185,7 +188,7 @@ func (f *fixture) memoryState(t *testing.T) string {
 		`SELECT viewer_id || ':' || item_id || ':' || clock || ':' || peak FROM reheats WHERE tenant_id = $1 ORDER BY 1`,
 		`SELECT id || ':' || clock FROM memory_users WHERE tenant_id = $1 ORDER BY id`,
 	} {
-		rows, err := f.db.Pool.Query(ctx, q, f.nt.TenantID)
+		rows, err := f.owner.Query(ctx, q, f.nt.TenantID)
 		if err != nil {
 			t.Fatal(err)
 		}

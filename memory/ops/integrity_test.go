@@ -190,7 +190,7 @@ func (f *fixture) sibling(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &fixture{db: f.db, nt: nt, v1: f.v1, v2: f.v2}
+	s := &fixture{db: f.db, owner: f.owner, nt: nt, v1: f.v1, v2: f.v2}
 	s.eng = s.engine()
 	return s
 }

@@ -105,7 +105,7 @@ func TestDeriveSurvivesKill(t *testing.T) {
 
 	// Hold every v2 count row: the fourth batch inserts its rows, then
 	// waits here to add their counts, inside its transaction.
-	tx, err := f.db.Pool.Begin(ctx)
+	tx, err := f.owner.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (f *fixture) userState(t *testing.T, userID int64) string {
 		`SELECT b.item_id || ':' || b.tau FROM item_births b JOIN items i ON i.tenant_id = b.tenant_id AND i.id = b.item_id
 			WHERE b.tenant_id = $1 AND i.user_id = $2 ORDER BY 1`,
 	} {
-		rows, err := f.db.Pool.Query(context.Background(), q, f.nt.TenantID, userID)
+		rows, err := f.owner.Query(context.Background(), q, f.nt.TenantID, userID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	f.mustBeClean(t, f.eng)
 
 	var detail, target, actor string
-	if err := f.db.Pool.QueryRow(ctx, `SELECT detail::text, target, actor_email FROM audit_log
+	if err := f.owner.QueryRow(ctx, `SELECT detail::text, target, actor_email FROM audit_log
 		WHERE tenant_id = $1 AND action = 'memory.purge'`, f.nt.TenantID).Scan(&detail, &target, &actor); err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,7 @@ func TestRolloutForwardAndBack(t *testing.T) {
 	}
 	f.mustBeClean(t, other)
 	var actions []string
-	rows, _ := f.db.Pool.Query(ctx, `SELECT action FROM audit_log WHERE tenant_id = $1 ORDER BY id`, f.nt.TenantID)
+	rows, _ := f.owner.Query(ctx, `SELECT action FROM audit_log WHERE tenant_id = $1 ORDER BY id`, f.nt.TenantID)
 	actions, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +310,7 @@ type storedItem struct {
 // under each version.
 func (f *fixture) arenaItems(t *testing.T) []storedItem {
 	t.Helper()
-	rows, err := f.db.Pool.Query(context.Background(), `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau,
+	rows, err := f.owner.Query(context.Background(), `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau,
 			r.dict_version, r.term_ids, r.term_freqs, r.length
 		FROM items i JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id
 		WHERE i.tenant_id = $1 ORDER BY i.id`, f.nt.TenantID)

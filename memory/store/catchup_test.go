@@ -117,7 +117,7 @@ func TestCatchUpUnderConcurrentWriters(t *testing.T) {
 		snaps = append(snaps, snap{watermark, cp})
 	}
 	var all []struct{ ID, Seq int64 }
-	rows, err := db.Pool.Query(ctx, `SELECT id, seq FROM items WHERE tenant_id = $1`, nt.TenantID)
+	rows, err := ownerOf(t, db).Query(ctx, `SELECT id, seq FROM items WHERE tenant_id = $1`, nt.TenantID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,8 @@ const (
 	listDictsSQL    = `SELECT version, name, entries, loaded_at FROM dictionaries ORDER BY version`
 	dictNameSQL     = `SELECT name FROM dictionaries WHERE version = $1`
 	dictEntriesSQL  = `SELECT word, term_id FROM dictionary_entries WHERE version = $1 ORDER BY word COLLATE "C"`
-	uploadAuditSQL  = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail) VALUES ($1, $2, $3, $4, $5, $6)`
-	listTenantsSQL  = `SELECT id, name FROM tenants ORDER BY id`
+	uploadAuditSQL  = `SELECT record_platform_audit($1, $2, $3, $4, $5, '')`
+	listTenantsSQL  = `SELECT id, name FROM list_tenants()`
 	auditDictUpload = "dict.upload"
 )
 
@@ -94,7 +94,7 @@ func (db *DB) UploadDictionary(ctx context.Context, d *dict.Dictionary, by Actor
 		return false, nil
 	}
 	detail, _ := json.Marshal(map[string]any{"version": d.Version, "name": d.Name, "entries": d.Len()})
-	if _, err := db.Pool.Exec(ctx, uploadAuditSQL, nil, by.AccountID, by.Email, auditDictUpload,
+	if _, err := db.Pool.Exec(ctx, uploadAuditSQL, by.AccountID, by.Email, auditDictUpload,
 		fmt.Sprintf("dictionary:%d", d.Version), detail); err != nil {
 		return true, fmt.Errorf("dictionary upload audit: %w", err)
 	}
@@ -179,7 +179,8 @@ type TenantRef struct {
 }
 
 // Tenants lists every tenant, for operations that walk them all. Like key
-// resolution it is a platform-level read: the tenant list is not tenant data.
+// resolution it is a platform-level read (a function that runs as the
+// owner): the tenant list is not tenant data.
 func (db *DB) Tenants(ctx context.Context) ([]TenantRef, error) {
 	rows, err := db.Pool.Query(ctx, listTenantsSQL)
 	if err != nil {

@@ -90,7 +90,7 @@ func TestUploadDictionaryIsImmutable(t *testing.T) {
 		}
 	}
 	var n int
-	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'dict.upload' AND tenant_id IS NULL`).Scan(&n); err != nil || n != 1 {
+	if err := ownerOf(t, db).QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'dict.upload' AND tenant_id IS NULL`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d upload audit entries: %v", n, err)
 	}
 }
@@ -135,7 +135,8 @@ func TestCaptureMustCoverEveryKeptVersion(t *testing.T) {
 		t.Fatalf("a capture without a v2 row: %v", err)
 	}
 	var messages, births int
-	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE tenant_id = $1`, nt.TenantID).Scan(&messages); err != nil || messages != 1 {
+	owner := ownerOf(t, db)
+	if err := owner.QueryRow(ctx, `SELECT count(*) FROM messages WHERE tenant_id = $1`, nt.TenantID).Scan(&messages); err != nil || messages != 1 {
 		t.Fatalf("the refused capture left %d messages (%v)", messages, err)
 	}
 	if err := capture("fresh", v1, v2); err != nil {
@@ -144,7 +145,7 @@ func TestCaptureMustCoverEveryKeptVersion(t *testing.T) {
 	if err := capture("rowless"); err != nil {
 		t.Fatalf("an item without rows: %v", err)
 	}
-	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM item_births b JOIN items i ON i.tenant_id = b.tenant_id AND i.id = b.item_id
+	if err := owner.QueryRow(ctx, `SELECT count(*) FROM item_births b JOIN items i ON i.tenant_id = b.tenant_id AND i.id = b.item_id
 		AND i.tau = b.tau AND i.novelty = b.novelty AND i.born_clock = b.born_clock WHERE b.tenant_id = $1`, nt.TenantID).Scan(&births); err != nil || births != 3 {
 		t.Fatalf("%d birth records for 3 items (%v)", births, err)
 	}

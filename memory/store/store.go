@@ -1,8 +1,10 @@
 // Package store is the PostgreSQL edge of Perpetuity. Every tenant query runs
 // through InTenant, which opens a transaction and sets app.tenant_id
-// transaction-locally, so row-level security can be forced without touching
-// call sites; every statement also names tenant_id itself. pgx.ErrNoRows is
-// turned into ErrNotFound here and nowhere else.
+// transaction-locally; every statement also names tenant_id itself. The
+// pool's connections act as perpetuity_app, a role row-level security binds
+// (migration 000005), so a statement sees only the rows of the tenant its
+// transaction set, and none outside one. pgx.ErrNoRows is turned into
+// ErrNotFound here and nowhere else.
 package store
 
 import (
@@ -27,19 +29,56 @@ type DB struct {
 	afterMessage func()
 }
 
-// Open connects a pool to databaseURL and checks it answers.
+// AppRole is the role every pooled connection acts as. DATABASE_URL names
+// the owner, which migrations run as (on their own connection, never this
+// pool); the owner must be able to SET ROLE to it (000005 grants that).
+const AppRole = "perpetuity_app"
+
+const (
+	setRoleSQL = `SET ROLE ` + AppRole
+	// A role that may bypass row-level security would see every tenant.
+	bypassSQL = `SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user`
+)
+
+// ErrBypassesRLS is returned by Open when the pool's role is not bound by
+// row-level security.
+var ErrBypassesRLS = errors.New("the database role bypasses row-level security")
+
+// Open connects a pool to databaseURL, switches its connections to AppRole
+// and refuses to go on unless that role is bound by row-level security.
 func Open(ctx context.Context, databaseURL string) (*DB, error) {
+	return open(ctx, databaseURL, true)
+}
+
+// open is Open; tests leave out the role switch to see the refusal.
+func open(ctx context.Context, databaseURL string, setRole bool) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	// Session-level, once per connection: nothing in the application resets
+	// it, and the tenant stays transaction-local (InTenant).
+	if setRole {
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			if _, err := c.Exec(ctx, setRoleSQL); err != nil {
+				return fmt.Errorf("%s (is the database migrated? `perpetuity migrate`): %w", setRoleSQL, err)
+			}
+			return nil
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect database: %w", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	var role string
+	var bypass bool
+	if err := pool.QueryRow(ctx, bypassSQL).Scan(&role, &bypass); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("ping database: %w", err)
+		return nil, fmt.Errorf("check database role: %w", err)
+	}
+	if bypass {
+		pool.Close()
+		return nil, fmt.Errorf("connections act as role %q, which is a superuser or has BYPASSRLS; refusing to serve without tenant isolation: %w", role, ErrBypassesRLS)
 	}
 	return &DB{Pool: pool}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,14 +58,11 @@ type NewTenant struct {
 }
 
 const (
-	insertTenantSQL = `INSERT INTO tenants (name) VALUES ($1) RETURNING id`
-	// A new tenant serves the dictionary most tenants serve: after a global
-	// flip that is the new version, after a one-tenant trial the old one.
-	insertHeadSQL = `INSERT INTO tenant_heads (tenant_id, dict_version)
-		VALUES ($1, COALESCE((SELECT dict_version FROM tenant_heads GROUP BY dict_version
-			ORDER BY count(*) DESC, dict_version DESC LIMIT 1), 1))`
-	insertUserSQL = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $3) RETURNING id`
-	insertKeySQL  = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING id`
+	// The tenant row and its head (on the dictionary most tenants serve, a
+	// look across tenants) come from a function that runs as the owner.
+	createTenantSQL = `SELECT create_tenant($1)`
+	insertUserSQL   = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $3) RETURNING id`
+	insertKeySQL    = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING id`
 )
 
 // CreateTenant creates a tenant, its first memory user and its first API key,
@@ -72,14 +70,11 @@ const (
 func (db *DB) CreateTenant(ctx context.Context, name, firstUser string) (NewTenant, error) {
 	var out NewTenant
 	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, insertTenantSQL, name).Scan(&out.TenantID); err != nil {
+		if err := tx.QueryRow(ctx, createTenantSQL, name).Scan(&out.TenantID); err != nil {
 			return fmt.Errorf("insert tenant: %w", err)
 		}
-		if _, err := tx.Exec(ctx, setTenantSQL, fmt.Sprint(out.TenantID)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, insertHeadSQL, out.TenantID); err != nil {
-			return fmt.Errorf("insert tenant head: %w", err)
+		if _, err := tx.Exec(ctx, setTenantSQL, strconv.FormatInt(out.TenantID, 10)); err != nil {
+			return fmt.Errorf("set tenant: %w", err)
 		}
 		if err := tx.QueryRow(ctx, insertUserSQL, out.TenantID, firstUser, firstUser).Scan(&out.UserID); err != nil {
 			return fmt.Errorf("insert first user: %w", err)

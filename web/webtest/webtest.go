@@ -23,6 +23,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/alexedwards/argon2id"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -42,8 +43,12 @@ type Server struct {
 	URL         string
 	DatabaseURL string
 	DB          *store.DB
-	Echo        *echo.Echo
-	Console     *web.Console
+	// Owner is the database as the migrating role, which row-level security
+	// does not confine: for tests that inspect rows across tenants. The
+	// console's own pool (DB) sees one tenant per transaction.
+	Owner   *pgxpool.Pool
+	Echo    *echo.Echo
+	Console *web.Console
 }
 
 // CheapArgon2 keeps password hashing fast in tests; never use it in serving.
@@ -77,7 +82,7 @@ func Start(t testing.TB, o Options) *Server {
 	if o.Mount != nil {
 		o.Mount(e)
 	}
-	return &Server{URL: srv.URL, DatabaseURL: dbURL, DB: db, Echo: e, Console: con}
+	return &Server{URL: srv.URL, DatabaseURL: dbURL, DB: db, Owner: dbtest.Owner(t, dbURL), Echo: e, Console: con}
 }
 
 // Client is a browser stand-in: it keeps cookies, does not follow
