@@ -30,8 +30,11 @@ func TestPrivateCluster(t *testing.T) {
 		if err := os.Chmod(dir, 0o777); err != nil {
 			t.Fatal(err)
 		}
+		// Parents only gain search permission: /tmp keeps its 1777.
 		for p := filepath.Dir(dir); p != "/"; p = filepath.Dir(p) {
-			_ = os.Chmod(p, 0o755)
+			if fi, err := os.Stat(p); err == nil {
+				_ = os.Chmod(p, fi.Mode()|0o111)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
