@@ -1,0 +1,245 @@
+package authz
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/web"
+)
+
+// level is the least role a console route needs.
+type level int
+
+const (
+	public level = iota
+	member
+	admin
+	platform
+)
+
+// consoleAccess is the console's authorization matrix, written out by hand
+// here as in web/authz_test.go: the two must agree with each other and
+// with what the running binary does. A route the console registers without
+// an entry here is a mismatch.
+func consoleAccess() map[string]level {
+	return map[string]level{
+		"GET /":                                       public,
+		"GET /static/*":                               public,
+		"GET /signup":                                 public,
+		"POST /signup":                                public,
+		"GET /signin":                                 public,
+		"POST /signin":                                public,
+		"GET /invite/:token":                          public,
+		"POST /invite/:token":                         public,
+		"POST /signout":                               member,
+		"GET /console":                                member,
+		"GET /console/connect":                        member,
+		"GET /console/keys":                           member,
+		"GET /console/users":                          member,
+		"GET /console/users/:id":                      member,
+		"GET /console/memory":                         member,
+		"GET /console/conversations/:id":              member,
+		"POST /console/keys":                          admin,
+		"POST /console/keys/:id/revoke":               admin,
+		"GET /console/accounts":                       admin,
+		"POST /console/accounts/invite":               admin,
+		"POST /console/accounts/:id/role":             admin,
+		"POST /console/accounts/:id/disable":          admin,
+		"POST /console/accounts/:id/enable":           admin,
+		"GET /console/audit":                          admin,
+		"GET /console/users/:id/export":               admin,
+		"GET /console/dictionaries":                   admin,
+		"POST /console/dictionaries/:version/derive":  admin,
+		"GET /console/dictionaries/:version/progress": admin,
+		"POST /console/dictionaries/:version/flip":    admin,
+		"POST /console/dictionaries/:version/retire":  admin,
+		"GET /console/integrity":                      admin,
+		"POST /console/integrity":                     admin,
+		"GET /console/integrity/:id":                  admin,
+		"POST /console/users/:id/purge":               admin,
+		"POST /console/dictionaries":                  platform,
+		"GET /platform/tenants":                       platform,
+		"POST /platform/tenants/:id/enter":            platform,
+	}
+}
+
+// consoleRoutes are the routes the console registers, read from the
+// console itself so that a new route cannot be missed.
+func consoleRoutes(t *testing.T) []*echo.Route {
+	c, err := web.New(web.Config{PublicURL: "http://localhost:8080"}, &store.DB{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	c.Register(e)
+	return e.Routes()
+}
+
+// concrete fills a route template with values naming nothing that exists,
+// so an allowed request changes nothing.
+func concrete(path string) string {
+	r := strings.NewReplacer(":id", "999999999", ":token", "no-such-invite", ":version", "999999", "*", "console.css")
+	return r.Replace(path)
+}
+
+// principal is one signed-in (or anonymous) browser.
+type principal struct {
+	name  string
+	level level
+	b     *console
+}
+
+var inviteURL = regexp.MustCompile(`/invite/[A-Za-z0-9_-]+`)
+
+// refused tells an authorization refusal from every other answer: signed
+// out, a GET is sent to /signin and anything else is a 401 "Sign in
+// first."; signed in, it is a 403 "Your role does not allow this.".
+func refused(a answer, method string, signedIn bool) bool {
+	switch {
+	case !signedIn && method == http.MethodGet:
+		return a.status == http.StatusSeeOther && a.header.Get("Location") == "/signin"
+	case !signedIn:
+		return a.status == http.StatusUnauthorized && bytes.Contains(a.body, []byte("Sign in first."))
+	}
+	return a.status == http.StatusForbidden && bytes.Contains(a.body, []byte("Your role does not allow this."))
+}
+
+func TestConsoleRouteRoleMatrix(t *testing.T) {
+	t.Parallel()
+	w := startWorld(t)
+	const pw = "a long enough password"
+
+	adminB := newConsole(t, w.proc.URL)
+	adminB.get("/signup")
+	if a := adminB.post("/signup", url.Values{"team": {"Authz team"}, "email": {"admin@authz.test"}, "password": {pw}}); a.status != http.StatusCreated {
+		t.Fatalf("sign-up: %d %.300s", a.status, a.body)
+	}
+	adminB.get("/console/accounts")
+	inv := adminB.post("/console/accounts/invite", url.Values{"email": {"member@authz.test"}, "role": {"tenant_member"}})
+	token := inviteURL.FindString(string(inv.body))
+	if inv.status != http.StatusCreated || token == "" {
+		t.Fatalf("invite: %d, no invite URL: %.300s", inv.status, inv.body)
+	}
+	memberB := newConsole(t, w.proc.URL)
+	memberB.get(token)
+	if a := memberB.post(token, url.Values{"password": {pw}}); a.status != http.StatusSeeOther {
+		t.Fatalf("accept invite: %d %.300s", a.status, a.body)
+	}
+	createPlatformAdmin(t, w.env, "root@authz.test", pw)
+	rootB := newConsole(t, w.proc.URL)
+	rootB.signIn("root@authz.test", pw)
+	enteredB := newConsole(t, w.proc.URL)
+	enteredB.signIn("root@authz.test", pw)
+	enteredB.get("/platform/tenants")
+	tenantID, err := tenantIDByName(w, "Authz team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := enteredB.post("/platform/tenants/"+strconv.FormatInt(tenantID, 10)+"/enter", nil); a.status != http.StatusSeeOther {
+		t.Fatalf("enter tenant: %d", a.status)
+	}
+	anonB := newConsole(t, w.proc.URL)
+	principals := []principal{
+		{"anonymous", public, anonB},
+		{"tenant member", member, memberB},
+		{"tenant admin", admin, adminB},
+		{"platform admin, no tenant entered", platform, rootB},
+		{"platform admin, in a tenant", platform, enteredB},
+	}
+
+	expected := consoleAccess()
+	rs := consoleRoutes(t)
+	// Signing out ends the session: it goes last.
+	sort.SliceStable(rs, func(i, j int) bool { return rs[j].Path == "/signout" && rs[i].Path != "/signout" })
+	seen := map[string]bool{}
+	decisions, mismatches := 0, 0
+	type tally struct{ allowed, refused, wrong int }
+	perPrincipal := map[string]*tally{}
+	for _, p := range principals {
+		perPrincipal[p.name] = &tally{}
+	}
+	for _, r := range rs {
+		key := r.Method + " " + r.Path
+		seen[key] = true
+		need, ok := expected[key]
+		if !ok {
+			mismatches++
+			t.Errorf("console route %s has no entry in the expected matrix", key)
+			continue
+		}
+		for _, p := range principals {
+			// A fresh CSRF token for the principal (the anonymous one from
+			// its cookie), so a refusal is authorization's, never CSRF's.
+			if p.level == public {
+				p.b.get("/signin")
+			} else if p.level == platform && p.name == "platform admin, no tenant entered" {
+				p.b.get("/platform/tenants")
+			} else {
+				p.b.get("/console")
+			}
+			var a answer
+			if r.Method == http.MethodGet {
+				a = p.b.get(concrete(r.Path))
+			} else {
+				a = p.b.post(concrete(r.Path), nil)
+			}
+			want := need <= p.level
+			got := !refused(a, r.Method, p.level != public)
+			if r.Path == "/" && p.level == public {
+				// Signed out, / sends to /signin just as a refusal would.
+				got = a.status == http.StatusSeeOther
+			}
+			decisions++
+			tl := perPrincipal[p.name]
+			if got {
+				tl.allowed++
+			} else {
+				tl.refused++
+			}
+			if got != want {
+				mismatches++
+				tl.wrong++
+				t.Errorf("%s on %s: allowed=%v, want %v (status %d, %.120s)", p.name, key, got, want, a.status, a.body)
+			}
+		}
+	}
+	for key := range expected {
+		if !seen[key] {
+			mismatches++
+			t.Errorf("expected-matrix entry %s is not a registered console route", key)
+		}
+	}
+
+	var d strings.Builder
+	fmt.Fprintf(&d, "Every route the console registers (%d, read from web.Console.Register) × %d principals, over HTTP against the real binary "+
+		"(the Casbin policy as served, behind session and CSRF; ids that name nothing, so allowed requests change nothing). "+
+		"A refusal is authorization's own answer (signed out: GET → /signin, else 401 \"Sign in first.\"; signed in: 403 \"Your role does not allow this.\").\n\n"+
+		"| principal | allowed | refused | mismatches |\n|---|--:|--:|--:|\n", len(rs), len(principals))
+	for _, p := range principals {
+		tl := perPrincipal[p.name]
+		fmt.Fprintf(&d, "| %s | %d | %d | %d |\n", p.name, tl.allowed, tl.refused, tl.wrong)
+	}
+	figure.Record(t, figure.Figure{
+		Item:    7,
+		Name:    "Console route x role matrix",
+		Figure:  fmt.Sprintf("%d mismatches in %d console decisions", mismatches, decisions),
+		Target:  "0 mismatches",
+		Pass:    mismatches == 0,
+		Details: d.String(),
+	})
+}
+
+func tenantIDByName(w *world, name string) (int64, error) {
+	return scalar(w, `SELECT id FROM tenants WHERE name = $1`, name)
+}
