@@ -75,6 +75,9 @@ func ParseUpstreams(s string) ([]Upstream, error) {
 			u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 			return nil, fmt.Errorf("upstream %q: %q is not an http(s) base URL without query or credentials", name, base)
 		}
+		// The scheme is case-insensitive ("HTTP://h"); the stored base URL
+		// carries it lowercased, as every later comparison expects.
+		base = u.Scheme + base[len(u.Scheme):]
 		up := Upstream{Name: name, BaseURL: base}
 		for _, p := range strings.Split(list, ",") {
 			p = strings.ToLower(strings.TrimSpace(p))
