@@ -52,7 +52,6 @@ const (
 // CheckStore is what the integrity check needs from the store.
 type CheckStore interface {
 	ReadIntegrity(ctx context.Context, tenantID int64, fn func(r *store.IntegrityReader) error) error
-	LoadDictionary(ctx context.Context, version int) (*dict.Dictionary, error)
 	StartIntegrityReport(ctx context.Context, tenantID int64, by store.Actor) (int64, error)
 	FinishIntegrityReport(ctx context.Context, rep store.IntegrityReport, vs []store.Violation, by store.Actor) error
 }
@@ -109,13 +108,15 @@ func (c *Checker) Run(ctx context.Context, tenantID, id int64, by store.Actor) (
 	return rep, run.vs, runErr
 }
 
-func (c *Checker) dictionary(ctx context.Context, version int) (*dict.Dictionary, error) {
+// dictionary loads through the check's snapshot, never the pool: the
+// caller holds a connection already (see IntegrityReader.Dictionary).
+func (c *Checker) dictionary(ctx context.Context, r *store.IntegrityReader, version int) (*dict.Dictionary, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d := c.dicts[version]; d != nil {
 		return d, nil
 	}
-	d, err := c.St.LoadDictionary(ctx, version)
+	d, err := r.Dictionary(ctx, version)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +230,7 @@ func (k *checkRun) versions(ctx context.Context, r *store.IntegrityReader) ([]*v
 	}
 	for _, v := range vers {
 		v.df = map[int32]int64{}
-		d, err := k.c.dictionary(ctx, v.v)
+		d, err := k.c.dictionary(ctx, r, v.v)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				return nil, err

@@ -2,10 +2,12 @@ package ops_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/ops"
@@ -211,5 +213,39 @@ func TestIntegrityWithoutArena(t *testing.T) {
 	list, err := f.db.IntegrityReports(context.Background(), f.nt.TenantID, 10)
 	if err != nil || len(list) != 1 || list[0].ID != rep.ID || list[0].Actor != "cli" {
 		t.Fatalf("reports %+v %v", list, err)
+	}
+}
+
+// TestIntegrityChecksShareASmallPool: concurrent first checks (no
+// dictionary cached yet) on a pool of one connection finish. A check that
+// asked the pool for a second connection while its snapshot held the only
+// one waited forever, and every sign-up and page behind it with it.
+func TestIntegrityChecksShareASmallPool(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	url := f.db.Pool.Config().ConnString()
+	f.say(t, f.eng, f.who(t, "alice", "c"), 7, 0, 3)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	one := openDB(t, url+sep+"pool_max_conns=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := &ops.Checker{St: one}
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, vs, err := c.Check(ctx, f.nt.TenantID, admin)
+			if err == nil && len(vs) != 0 {
+				err = fmt.Errorf("violations %v", vs)
+			}
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -52,12 +52,22 @@ type dictEntry struct {
 	ID   int32
 }
 
+// dictQuerier is the pool or a transaction already holding a connection.
+type dictQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 func (db *DB) dictEntries(ctx context.Context, version int) (string, []dictEntry, error) {
+	return dictEntries(ctx, db.Pool, version)
+}
+
+func dictEntries(ctx context.Context, q dictQuerier, version int) (string, []dictEntry, error) {
 	var name string
-	if err := db.Pool.QueryRow(ctx, dictNameSQL, version).Scan(&name); err != nil {
+	if err := q.QueryRow(ctx, dictNameSQL, version).Scan(&name); err != nil {
 		return "", nil, fmt.Errorf("dictionary v%d: %w", version, notFound(err))
 	}
-	rows, err := db.Pool.Query(ctx, dictEntriesSQL, version)
+	rows, err := q.Query(ctx, dictEntriesSQL, version)
 	if err != nil {
 		return "", nil, fmt.Errorf("dictionary v%d: %w", version, err)
 	}
@@ -126,7 +136,11 @@ func (db *DB) sameDictionary(ctx context.Context, d *dict.Dictionary) (bool, err
 // binary or uploaded. The entries determine the mapping completely: each
 // term id's first word becomes the term, its other words forms of it.
 func (db *DB) LoadDictionary(ctx context.Context, version int) (*dict.Dictionary, error) {
-	name, es, err := db.dictEntries(ctx, version)
+	return loadDictionary(ctx, db.Pool, version)
+}
+
+func loadDictionary(ctx context.Context, q dictQuerier, version int) (*dict.Dictionary, error) {
+	name, es, err := dictEntries(ctx, q, version)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/perpetuity/perpetuity/memory/dict"
 )
 
 // The integrity check (DESIGN §8) recomputes the invariants from the rows
@@ -31,6 +33,14 @@ func (r *IntegrityReader) Head(ctx context.Context) (Head, error) {
 	var h Head
 	err := r.tx.QueryRow(ctx, headSQL, r.tenantID).Scan(&h.Seq, &h.DictVersion)
 	return h, notFound(err)
+}
+
+// Dictionary loads a dictionary version through the snapshot's own
+// connection: a reader that asked the pool for a second one while holding
+// the first could wait forever once concurrent checks hold every
+// connection.
+func (r *IntegrityReader) Dictionary(ctx context.Context, version int) (*dict.Dictionary, error) {
+	return loadDictionary(ctx, r.tx, version)
 }
 
 // Rollouts are the versions the tenant keeps besides the active one.
