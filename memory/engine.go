@@ -36,7 +36,7 @@ type Dictionary interface {
 type Store interface {
 	CatchUpStore
 	Capture(ctx context.Context, c store.Capture) (store.Captured, error)
-	ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int) (store.FrameInputs, error)
+	ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int, dated []store.TimeRange) (store.FrameInputs, error)
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
 	ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error)
@@ -68,6 +68,11 @@ type Options struct {
 	Expansion expansion
 	// Context tunes how a match brings its conversation neighbours along.
 	Context Context
+	// DatedRank is the retrieval rank a turn born on a date the question
+	// names is lifted to when its words matched too, unless they ranked it
+	// higher; one that did not match ranks lower (frame.go datedUnmatched).
+	// 0: the default; negative: dates are not read.
+	DatedRank int
 	// DeferReheat writes a frame's reheats after Frame returns (the next
 	// frame of the viewer waits for them); Errors then receives failures.
 	DeferReheat bool
@@ -131,6 +136,9 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	if opt.Expansion.terms < 0 {
 		opt.Expansion.terms = 0
+	}
+	if opt.DatedRank == 0 {
+		opt.DatedRank = 3
 	}
 	if opt.Context == (Context{}) {
 		opt.Context = Context{Hits: 40, Lag: 4}

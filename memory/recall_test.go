@@ -88,6 +88,7 @@ func loadSamples(t *testing.T, only string) (*memory.Engine, []recallQ) {
 		fmt.Sscan(x, &opts.Context.Hits, &opts.Context.Lag, &prev)
 		opts.Context.Prev = prev == 1
 	}
+	fmt.Sscan(os.Getenv("RECALL_DATED"), &opts.DatedRank)
 	if x := os.Getenv("RECALL_PRF"); x != "" {
 		var docs, terms int
 		var beta float32

@@ -129,6 +129,9 @@ const (
 			AND a.t_last >= (SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2) - $3
 		ORDER BY a.t_last DESC LIMIT $4`
 	recentSQL = `SELECT id, token_count FROM items WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT $3`
+	datedSQL  = `SELECT id, token_count FROM items
+		WHERE tenant_id = $1 AND user_id = $2 AND born_at >= $3 AND born_at < $4
+		ORDER BY born_at, id LIMIT $5`
 	renderSQL = `SELECT i.id, i.message_id, i.user_id, i.conversation_id, i.role,
 			CASE WHEN i.speaker <> '' THEN i.speaker WHEN i.role = 'user' THEN u.display_name ELSE 'assistant' END,
 			i.part, i.body, i.token_count, i.born_at, m.interrupted, c.title
@@ -143,18 +146,27 @@ const (
 // frame renders far fewer, and the read must not grow with the memory.
 const warmLimit = 400
 
+// datedLimit bounds the items read per date a question names: a day of
+// chat, not a month of it.
+const datedLimit = 60
+
+// TimeRange is the instants from From up to, not including, To.
+type TimeRange struct{ From, To time.Time }
+
 // FrameInputs is what one frame needs from the store besides retrieval.
 type FrameInputs struct {
 	Clock  int64
 	Warm   []WarmRow
 	Recent []int64 // newest first
+	Dated  []int64 // the viewer's own items born in the named ranges, oldest first
 	Tokens map[int64]int
 }
 
 // ReadFrameInputs reads the viewer's clock, the activations recent enough to
-// be warm (t_last within horizon of the clock) and the latest items of the
-// current conversation, in one transaction.
-func (db *DB) ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int) (FrameInputs, error) {
+// be warm (t_last within horizon of the clock), the latest items of the
+// current conversation and the viewer's items born in the dated ranges, in
+// one transaction.
+func (db *DB) ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int, dated []TimeRange) (FrameInputs, error) {
 	in := FrameInputs{Tokens: map[int64]int{}}
 	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
 		b.Queue(viewerClockSQL, tenantID, viewerID).QueryRow(func(r pgx.Row) error { return notFound(r.Scan(&in.Clock)) })
@@ -172,6 +184,18 @@ func (db *DB) ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID in
 			})
 			return err
 		})
+		for _, r := range dated {
+			b.Queue(datedSQL, tenantID, viewerID, r.From, r.To, datedLimit).Query(func(rows pgx.Rows) error {
+				var id int64
+				var tokens int
+				_, err := pgx.ForEachRow(rows, []any{&id, &tokens}, func() error {
+					in.Dated = append(in.Dated, id)
+					in.Tokens[id] = tokens
+					return nil
+				})
+				return err
+			})
+		}
 	})
 	if err != nil {
 		return FrameInputs{}, fmt.Errorf("frame inputs: %w", err)

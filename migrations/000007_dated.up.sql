@@ -1,0 +1,3 @@
+-- A frame reads the asking user's turns of a day or month its question
+-- names (memory/when.go).
+CREATE INDEX items_born ON items (tenant_id, user_id, born_at);
