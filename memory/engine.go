@@ -36,11 +36,10 @@ type Dictionary interface {
 type Store interface {
 	CatchUpStore
 	Capture(ctx context.Context, c store.Capture) (store.Captured, error)
-	ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int, dated []store.TimeRange) (store.FrameInputs, error)
+	ReadFrameInputs(ctx context.Context, tenantID int64, r store.FrameRead) (store.FrameInputs, error)
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
 	ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error)
-	ReadNeighbors(ctx context.Context, tenantID int64, ids []int64) ([]store.Neighbors, error)
 }
 
 // Options tune the engine.

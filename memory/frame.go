@@ -51,11 +51,15 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err := e.pending.wait(ctx, viewer); err != nil {
 		return Frame{}, err
 	}
-	var dated []store.TimeRange
+	fr := store.FrameRead{ViewerID: q.UserID, ConvID: q.ConversationID,
+		Horizon: horizon(e.opt.BaseTau * maxTauFactor), Recent: e.opt.Recent}
 	if e.opt.DatedRank > 0 {
-		dated = DateRanges(q.Live)
+		fr.Dated = DateRanges(q.Live)
 	}
-	in, err := e.store.ReadFrameInputs(ctx, q.TenantID, q.UserID, q.ConversationID, horizon(e.opt.BaseTau*maxTauFactor), e.opt.Recent, dated)
+	if n := min(e.opt.Context.Hits, len(hits)); n > 0 {
+		fr.Around = hitIDs(hits[:n])
+	}
+	in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -67,16 +71,9 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if budget <= 0 {
 		budget = Budget(hits, e.opt.Floor, min(e.opt.AutoCeiling, ceiling))
 	}
-
-	var nbs []store.Neighbors
-	if n := min(e.opt.Context.Hits, len(hits)); n > 0 {
-		if nbs, err = e.store.ReadNeighbors(ctx, q.TenantID, hitIDs(hits[:n])); err != nil {
-			return Frame{}, err
-		}
-	}
-	cands := e.candidates(q, hits, nbs, in)
+	cands := e.candidates(q, hits, in)
 	render := time.Now()
-	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, in), budget)
+	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, in), budget)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -119,7 +116,7 @@ const maxTauFactor = 2
 // candidates merges the three ways into the frame: the most recent stretch
 // of this conversation (mandatory), this turn's retrieval (reheated by rank;
 // the best few mandatory), and whatever else is still warm.
-func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []store.Neighbors, in store.FrameInputs) []cand {
+func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, in store.FrameInputs) []cand {
 	by := map[int64]*cand{}
 	get := func(id int64) *cand {
 		c := by[id]
@@ -149,7 +146,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []store.Neighbor
 	for i, h := range hits {
 		rankOf[h.ID] = i
 	}
-	for _, nb := range nbs {
+	for _, nb := range in.Neighbors {
 		r := rankOf[nb.ID] + e.opt.Context.Lag
 		around := []int64{nb.Next}
 		if e.opt.Context.Prev {
@@ -216,7 +213,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []store.Neighbor
 
 // priceList gathers the stored token counts of the candidates, from the
 // arena for matches and from the frame's own reads for the rest.
-func priceList(a *arena.Arena, hits []arena.Hit, nbs []store.Neighbors, in store.FrameInputs) map[int64]int {
+func priceList(a *arena.Arena, hits []arena.Hit, in store.FrameInputs) map[int64]int {
 	toks := make(map[int64]int, len(in.Tokens)+3*len(hits))
 	for id, t := range in.Tokens {
 		toks[id] = t
@@ -224,14 +221,6 @@ func priceList(a *arena.Arena, hits []arena.Hit, nbs []store.Neighbors, in store
 	for _, h := range hits {
 		if it, ok := a.Meta(h.Index); ok && it.ID == h.ID {
 			toks[h.ID] = int(it.Tokens)
-		}
-	}
-	for _, nb := range nbs {
-		if nb.Prev != 0 {
-			toks[nb.Prev] = int(nb.PrevTokens)
-		}
-		if nb.Next != 0 {
-			toks[nb.Next] = int(nb.NextTokens)
 		}
 	}
 	return toks

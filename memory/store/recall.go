@@ -159,40 +159,52 @@ type FrameInputs struct {
 	Warm   []WarmRow
 	Recent []int64 // newest first
 	Dated  []int64 // the viewer's own items born in the named ranges, oldest first
+	// Neighbors are the conversation neighbours of FrameRead.Around.
+	Neighbors []Neighbors
+	// Tokens are the stored token counts of every item above.
 	Tokens map[int64]int
 }
 
-// ReadFrameInputs reads the viewer's clock, the activations recent enough to
-// be warm (t_last within horizon of the clock), the latest items of the
-// current conversation and the viewer's items born in the dated ranges, in
-// one transaction.
-func (db *DB) ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID int64, horizon int64, recent int, dated []TimeRange) (FrameInputs, error) {
+// FrameRead is what a frame asks of the store before it renders.
+type FrameRead struct {
+	ViewerID, ConvID int64
+	Horizon          int64       // activations older than clock - Horizon are cold
+	Recent           int         // newest items of the conversation
+	Dated            []TimeRange // the viewer's items born in these
+	Around           []int64     // items whose conversation neighbours are wanted
+}
+
+// ReadFrameInputs reads, in one round trip: the viewer's clock, the
+// activations recent enough to be warm (t_last within Horizon of the
+// clock), the latest items of the current conversation, the viewer's items
+// born in the dated ranges and the neighbours of the Around items.
+func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) (FrameInputs, error) {
 	in := FrameInputs{Tokens: map[int64]int{}}
-	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
-		b.Queue(viewerClockSQL, tenantID, viewerID).QueryRow(func(r pgx.Row) error { return notFound(r.Scan(&in.Clock)) })
-		b.Queue(warmSQL, tenantID, viewerID, horizon, warmLimit).Query(func(rows pgx.Rows) (err error) {
-			in.Warm, err = pgx.CollectRows(rows, pgx.RowToStructByPos[WarmRow])
-			return err
-		})
-		b.Queue(recentSQL, tenantID, convID, recent).Query(func(rows pgx.Rows) error {
+	collect := func(dst *[]int64) func(rows pgx.Rows) error {
+		return func(rows pgx.Rows) error {
 			var id int64
 			var tokens int
 			_, err := pgx.ForEachRow(rows, []any{&id, &tokens}, func() error {
-				in.Recent = append(in.Recent, id)
+				*dst = append(*dst, id)
 				in.Tokens[id] = tokens
 				return nil
 			})
 			return err
+		}
+	}
+	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+		b.Queue(viewerClockSQL, tenantID, r.ViewerID).QueryRow(func(row pgx.Row) error { return notFound(row.Scan(&in.Clock)) })
+		b.Queue(warmSQL, tenantID, r.ViewerID, r.Horizon, warmLimit).Query(func(rows pgx.Rows) (err error) {
+			in.Warm, err = pgx.CollectRows(rows, pgx.RowToStructByPos[WarmRow])
+			return err
 		})
-		for _, r := range dated {
-			b.Queue(datedSQL, tenantID, viewerID, r.From, r.To, datedLimit).Query(func(rows pgx.Rows) error {
-				var id int64
-				var tokens int
-				_, err := pgx.ForEachRow(rows, []any{&id, &tokens}, func() error {
-					in.Dated = append(in.Dated, id)
-					in.Tokens[id] = tokens
-					return nil
-				})
+		b.Queue(recentSQL, tenantID, r.ConvID, r.Recent).Query(collect(&in.Recent))
+		for _, d := range r.Dated {
+			b.Queue(datedSQL, tenantID, r.ViewerID, d.From, d.To, datedLimit).Query(collect(&in.Dated))
+		}
+		if len(r.Around) > 0 {
+			b.Queue(neighborsSQL, tenantID, r.Around).Query(func(rows pgx.Rows) (err error) {
+				in.Neighbors, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Neighbors])
 				return err
 			})
 		}
@@ -202,6 +214,14 @@ func (db *DB) ReadFrameInputs(ctx context.Context, tenantID, viewerID, convID in
 	}
 	for _, w := range in.Warm {
 		in.Tokens[w.ItemID] = w.Tokens
+	}
+	for _, nb := range in.Neighbors {
+		if nb.Prev != 0 {
+			in.Tokens[nb.Prev] = int(nb.PrevTokens)
+		}
+		if nb.Next != 0 {
+			in.Tokens[nb.Next] = int(nb.NextTokens)
+		}
 	}
 	return in, nil
 }
@@ -311,17 +331,3 @@ type Neighbors struct {
 	Next, NextTokens int64
 }
 
-// ReadNeighbors finds the conversation neighbours of items.
-func (db *DB) ReadNeighbors(ctx context.Context, tenantID int64, ids []int64) ([]Neighbors, error) {
-	var out []Neighbors
-	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
-		b.Queue(neighborsSQL, tenantID, ids).Query(func(rows pgx.Rows) (err error) {
-			out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Neighbors])
-			return err
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("neighbors: %w", err)
-	}
-	return out, nil
-}
