@@ -330,4 +330,3 @@ type Neighbors struct {
 	Prev, PrevTokens int64
 	Next, NextTokens int64
 }
-
