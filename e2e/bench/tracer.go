@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/perpetuity/perpetuity/memory/store"
 )
@@ -166,16 +165,8 @@ func stmtName(sql string) string {
 	return f[0]
 }
 
-// tracedStore opens a second pool on dbURL whose statements tr times.
+// tracedStore opens a second pool on dbURL, as serving opens its own
+// (role, settings), whose statements tr times.
 func tracedStore(ctx context.Context, dbURL string, tr *stmtTracer) (*store.DB, error) {
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.ConnConfig.Tracer = tr
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &store.DB{Pool: pool}, nil
+	return store.OpenTraced(ctx, dbURL, tr)
 }

@@ -67,3 +67,30 @@ func TestPipelineRead(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolPlansNoParallelWorkers: every pooled connection, traced or not,
+// acts as the application role and never plans a parallel worker (starting
+// one cost a catch-up 30-60 ms at 250k items).
+func TestPoolPlansNoParallelWorkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	plain, err := Open(ctx, dbtest.Shared(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plain.Close)
+	traced, err := OpenTraced(ctx, dbtest.Shared(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(traced.Close)
+	for name, db := range map[string]*DB{"plain": plain, "traced": traced} {
+		var workers, role string
+		if err := db.Pool.QueryRow(ctx, `SELECT current_setting('max_parallel_workers_per_gather'), current_user`).Scan(&workers, &role); err != nil {
+			t.Fatal(err)
+		}
+		if workers != "0" || role != AppRole {
+			t.Errorf("%s pool: max_parallel_workers_per_gather %s, role %s", name, workers, role)
+		}
+	}
+}
