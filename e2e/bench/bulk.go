@@ -323,9 +323,9 @@ func (l *Loader) copyAll(ctx context.Context, tx pgx.Tx, t *Tenant, rows []row, 
 	}); err != nil {
 		return err
 	}
-	if err := cp("activations", []string{"tenant_id", "viewer_id", "item_id", "t_last", "peak"}, len(rows), func(i int) []any {
+	if err := cp("activations", []string{"tenant_id", "viewer_id", "item_id", "t_last", "peak", "tau", "token_count"}, len(rows), func(i int) []any {
 		r := &rows[i]
-		return []any{tid, r.userID, r.itemID, r.clock, store.BornPeak}
+		return []any{tid, r.userID, r.itemID, r.clock, store.BornPeak, l.Tau, int32(r.tokenCount)}
 	}); err != nil {
 		return err
 	}

@@ -71,7 +71,8 @@ func TestIntegrityFindsEachBrokenInvariant(t *testing.T) {
 			want: []string{ops.InvBirthActivation}},
 		{name: "decay constant rewritten", sql: []string{
 			`UPDATE items SET tau = tau * 2 WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
-			want: []string{ops.InvBirthChanged, ops.InvArenaDiffers}},
+			// The owner activation's copy no longer agrees either.
+			want: []string{ops.InvBirthActivation, ops.InvBirthChanged, ops.InvArenaDiffers}},
 		{name: "novelty rewritten", sql: []string{
 			`UPDATE items SET novelty = novelty + 0.25 WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
 			want: []string{ops.InvBirthChanged}},
@@ -84,6 +85,9 @@ func TestIntegrityFindsEachBrokenInvariant(t *testing.T) {
 		{name: "item owned by no user", sql: []string{
 			`UPDATE items SET user_id = 424242 WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
 			want: []string{ops.InvTenantOwner, ops.InvTenantConversation, ops.InvTenantMessage, ops.InvBirthActivation, ops.InvArenaDiffers}},
+		{name: "owner activation carrying another decay constant", sql: []string{
+			`UPDATE activations SET tau = tau * 2 WHERE tenant_id = $1 AND item_id = $2 AND viewer_id = $3 AND $4::bigint <> 0`},
+			want: []string{ops.InvBirthActivation}},
 		{name: "activation by a viewer of no tenant", sql: []string{
 			`INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak) SELECT $1, 424242, $2, 0, 1 WHERE $3::bigint + $4::bigint <> 0`},
 			want: []string{ops.InvTenantViewer}},

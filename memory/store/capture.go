@@ -84,8 +84,8 @@ const (
 	bumpCorpusSQL = `INSERT INTO corpus_stats (tenant_id, dict_version, items, total_length) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (tenant_id, dict_version) DO UPDATE
 		SET items = corpus_stats.items + EXCLUDED.items, total_length = corpus_stats.total_length + EXCLUDED.total_length`
-	bornHotSQL = `INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak)
-		SELECT $1, $2, unnest($3::bigint[]), $4, $5`
+	bornHotSQL = `INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak, tau, token_count)
+		SELECT $1, $2, t.id, $4, $5, t.tau, t.tc FROM unnest($3::bigint[], $6::float8[], $7::int[]) AS t(id, tau, tc)`
 )
 
 // BornPeak is the activation every item is born with.
@@ -196,7 +196,7 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		b.Queue(bumpTermStatsSQL, c.TenantID, v, terms, counts)
 		b.Queue(bumpCorpusSQL, c.TenantID, v, n, lengths[v])
 	}
-	b.Queue(bornHotSQL, c.TenantID, c.UserID, out.ItemIDs, out.Clock, BornPeak)
+	b.Queue(bornHotSQL, c.TenantID, c.UserID, out.ItemIDs, out.Clock, BornPeak, taus, tcs)
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, fmt.Errorf("store retrieval rows and activation: %w", err)

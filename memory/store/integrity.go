@@ -81,6 +81,10 @@ type Birth struct {
 type Activation struct {
 	TLast int64
 	Peak  float64
+	// The item's copies the activation carries for the warm read (nil:
+	// written before migration 8, the item's own are read instead).
+	Tau    *float64
+	Tokens *int32
 }
 
 // CheckItem is an item with everything its invariants involve.
@@ -90,6 +94,7 @@ type CheckItem struct {
 	Birth                                          // the item's own columns now
 	Recorded                           *Birth      // the birth record; nil when missing
 	OwnerActivation                    *Activation // nil when the owner has none
+	TokenCount                         int32       // the body's model tokens
 	OwnerIsUser                        bool        // the owner is a memory user of the tenant
 	ConvOwner                          *int64      // owner of the item's conversation; nil when there is none
 	MessageUser, MessageConv           int64
@@ -98,7 +103,7 @@ type CheckItem struct {
 
 const (
 	checkItemsSQL = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.message_id, i.tokens, i.born_clock, i.tau, i.novelty,
-			b.born_clock, b.tau, b.novelty, a.t_last, a.peak, u.id IS NOT NULL, c.user_id, m.user_id, m.conversation_id
+			b.born_clock, b.tau, b.novelty, a.t_last, a.peak, a.tau, a.token_count, i.token_count, u.id IS NOT NULL, c.user_id, m.user_id, m.conversation_id
 		FROM items i
 		JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
 		LEFT JOIN item_births b ON b.tenant_id = i.tenant_id AND b.item_id = i.id
@@ -133,8 +138,10 @@ func (r *IntegrityReader) Items(ctx context.Context, after int64, limit int, ver
 		var bn *float32
 		var tl *int64
 		var pk *float64
+		var at *float64
+		var ac *int32
 		if err := rows.Scan(&it.ID, &it.Seq, &it.UserID, &it.ConvID, &it.MessageID, &it.Tokens, &it.BornClock, &it.Tau, &it.Novelty,
-			&bc, &bt, &bn, &tl, &pk, &it.OwnerIsUser, &it.ConvOwner, &it.MessageUser, &it.MessageConv); err != nil {
+			&bc, &bt, &bn, &tl, &pk, &at, &ac, &it.TokenCount, &it.OwnerIsUser, &it.ConvOwner, &it.MessageUser, &it.MessageConv); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("integrity items: %w", err)
 		}
@@ -142,7 +149,7 @@ func (r *IntegrityReader) Items(ctx context.Context, after int64, limit int, ver
 			it.Recorded = &Birth{BornClock: *bc, Tau: *bt, Novelty: *bn}
 		}
 		if tl != nil {
-			it.OwnerActivation = &Activation{TLast: *tl, Peak: *pk}
+			it.OwnerActivation = &Activation{TLast: *tl, Peak: *pk, Tau: at, Tokens: ac}
 		}
 		out = append(out, it)
 	}

@@ -123,8 +123,12 @@ type RenderItem struct {
 
 const (
 	viewerClockSQL = `SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2`
-	warmSQL        = `SELECT a.item_id, a.t_last, a.peak, i.tau, i.token_count FROM activations a
-		JOIN items i ON i.tenant_id = a.tenant_id AND i.id = a.item_id
+	// The item is read only for activations written before they carried
+	// tau and token_count (migration 8); COALESCE evaluates it lazily.
+	warmSQL = `SELECT a.item_id, a.t_last, a.peak,
+			COALESCE(a.tau, (SELECT i.tau FROM items i WHERE i.tenant_id = a.tenant_id AND i.id = a.item_id)),
+			COALESCE(a.token_count, (SELECT i.token_count FROM items i WHERE i.tenant_id = a.tenant_id AND i.id = a.item_id))
+		FROM activations a
 		WHERE a.tenant_id = $1 AND a.viewer_id = $2
 			AND a.t_last >= (SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2) - $3
 		ORDER BY a.t_last DESC LIMIT $4`
@@ -256,15 +260,15 @@ type Reheat struct {
 // such a reheat lands at the item's birth clock (t_last >= born_clock, as
 // the integrity check requires).
 const reheatSQL = `WITH req AS (
-		SELECT r.item_id, r.peak, i.tau, GREATEST($5::bigint, i.born_clock) AS at
+		SELECT r.item_id, r.peak, i.tau, i.token_count, GREATEST($5::bigint, i.born_clock) AS at
 		FROM unnest($3::bigint[], $4::float8[]) AS r(item_id, peak)
 		JOIN items i ON i.tenant_id = $1 AND i.id = r.item_id),
 	up AS (
-		INSERT INTO activations AS a (tenant_id, viewer_id, item_id, t_last, peak)
-		SELECT $1, $2, req.item_id, req.at, req.peak FROM req ORDER BY req.item_id
-		ON CONFLICT (tenant_id, viewer_id, item_id) DO UPDATE SET t_last = EXCLUDED.t_last, peak = EXCLUDED.peak
-		WHERE EXCLUDED.peak > a.peak * exp(-(GREATEST(EXCLUDED.t_last - a.t_last, 0))::float8 /
-			(SELECT tau FROM items WHERE tenant_id = a.tenant_id AND id = a.item_id))
+		INSERT INTO activations AS a (tenant_id, viewer_id, item_id, t_last, peak, tau, token_count)
+		SELECT $1, $2, req.item_id, req.at, req.peak, req.tau, req.token_count FROM req ORDER BY req.item_id
+		ON CONFLICT (tenant_id, viewer_id, item_id) DO UPDATE
+		SET t_last = EXCLUDED.t_last, peak = EXCLUDED.peak, tau = EXCLUDED.tau, token_count = EXCLUDED.token_count
+		WHERE EXCLUDED.peak > a.peak * exp(-(GREATEST(EXCLUDED.t_last - a.t_last, 0))::float8 / EXCLUDED.tau)
 		RETURNING a.item_id, a.t_last, a.peak)
 	INSERT INTO reheats (tenant_id, viewer_id, item_id, clock, peak)
 	SELECT $1, $2, up.item_id, up.t_last, up.peak FROM up

@@ -15,8 +15,8 @@ import (
 const Encoding = "o200k_base"
 
 // Counter counts model tokens with a real BPE vocabulary embedded in the
-// binary. Build one per process with NewCounter and share it: it is immutable
-// after construction and safe for concurrent use.
+// binary. Build one per process with NewCounter and share it: it is safe for
+// concurrent use (its only mutable part is an internal, locked cache).
 //
 // tiktoken-go's own encoder runs a backtracking regular expression over a
 // rune copy of the text and allocates per piece, which is too slow for a
@@ -26,7 +26,8 @@ const Encoding = "o200k_base"
 // without building token slices. A differential test and fuzz target hold it
 // to tiktoken-go's EncodeOrdinary.
 type Counter struct {
-	ranks map[string]int
+	ranks  map[string]int
+	pieces *pieceCache // counts of multi-token pieces, filled as they are met
 }
 
 // NewCounter loads the embedded o200k_base vocabulary (about 200k ranks; tens
@@ -39,7 +40,7 @@ func NewCounter() (*Counter, error) {
 	if len(ranks) == 0 {
 		return nil, fmt.Errorf("load %s: empty vocabulary", Encoding)
 	}
-	return &Counter{ranks: ranks}, nil
+	return &Counter{ranks: ranks, pieces: newPieceCache()}, nil
 }
 
 // Count returns the number of model tokens of s, encoded as ordinary text
@@ -82,8 +83,13 @@ func (c *Counter) pieceTokens(piece string) int {
 	if len(piece) <= 1 {
 		return len(piece)
 	}
-	if len(piece) <= shortPiece {
-		return c.mergeShort(piece)
+	if len(piece) > shortPiece {
+		return c.mergeLong(piece) // rare, and not worth keeping
 	}
-	return c.mergeLong(piece)
+	if n, ok := c.pieces.get(piece); ok {
+		return n
+	}
+	n := c.mergeShort(piece)
+	c.pieces.put(piece, n)
+	return n
 }

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -221,5 +222,29 @@ func BenchmarkCountLongWord(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		c.Count(s)
+	}
+}
+
+// TestPieceCacheKeepsCounts: counting through a warm piece cache, from
+// many goroutines, gives tiktoken-go's counts, as the first count did.
+func TestPieceCacheKeepsCounts(t *testing.T) {
+	t.Parallel()
+	c := testCounter(t)
+	texts := append([]string{"Xylophonists' quixotic zygomorphic 12345 ünïcödé namesake Brzęczyszczykiewicz"}, differentialCases...)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(texts))
+	for range 8 {
+		wg.Go(func() {
+			for _, s := range texts {
+				if got, want := c.Count(s), referenceCount(t, s); got != want {
+					errs <- fmt.Sprintf("Count(%q) = %d, tiktoken-go says %d", s, got, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

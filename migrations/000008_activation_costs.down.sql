@@ -1,0 +1,1 @@
+ALTER TABLE activations DROP COLUMN IF EXISTS tau, DROP COLUMN IF EXISTS token_count;
