@@ -56,9 +56,6 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if e.opt.DatedRank > 0 {
 		fr.Dated = DateRanges(q.Live)
 	}
-	if n := min(e.opt.Context.Hits, len(hits)); n > 0 {
-		fr.Around = hitIDs(hits[:n])
-	}
 	in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
 	if err != nil {
 		return Frame{}, err
@@ -71,9 +68,10 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if budget <= 0 {
 		budget = Budget(hits, e.opt.Floor, min(e.opt.AutoCeiling, ceiling))
 	}
-	cands := e.candidates(q, hits, in)
+	nbs := neighborsOf(r.arena, hits, e.opt.Context.Hits)
+	cands := e.candidates(q, hits, nbs, in)
 	render := time.Now()
-	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, in), budget)
+	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, in), budget)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -109,6 +107,31 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 // nothing above).
 const datedUnmatched = 4
 
+// neighbors are a match's conversation neighbours, from the arena.
+type neighbors struct {
+	id         int64
+	prev, next arena.Neighbor
+}
+
+// neighborWindow is how far around a match, in its owner's arrival order,
+// its conversation neighbours are looked for.
+const neighborWindow = 256
+
+// neighborsOf finds the neighbours of the best n matches.
+func neighborsOf(a *arena.Arena, hits []arena.Hit, n int) []neighbors {
+	n = min(n, len(hits))
+	if n <= 0 {
+		return nil
+	}
+	out := make([]neighbors, 0, n)
+	for _, h := range hits[:n] {
+		if p, nx, ok := a.Neighbors(h.Index, h.ID, neighborWindow); ok {
+			out = append(out, neighbors{id: h.ID, prev: p, next: nx})
+		}
+	}
+	return out
+}
+
 // maxTauFactor bounds how much longer than BaseTau an item's decay may be
 // (novel items decay slower), so the warm read can stop at a horizon.
 const maxTauFactor = 2
@@ -116,7 +139,7 @@ const maxTauFactor = 2
 // candidates merges the three ways into the frame: the most recent stretch
 // of this conversation (mandatory), this turn's retrieval (reheated by rank;
 // the best few mandatory), and whatever else is still warm.
-func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, in store.FrameInputs) []cand {
+func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in store.FrameInputs) []cand {
 	by := map[int64]*cand{}
 	get := func(id int64) *cand {
 		c := by[id]
@@ -146,11 +169,11 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, in store.FrameInputs
 	for i, h := range hits {
 		rankOf[h.ID] = i
 	}
-	for _, nb := range in.Neighbors {
-		r := rankOf[nb.ID] + e.opt.Context.Lag
-		around := []int64{nb.Next}
+	for _, nb := range nbs {
+		r := rankOf[nb.id] + e.opt.Context.Lag
+		around := []int64{nb.next.ID}
 		if e.opt.Context.Prev {
-			around = append(around, nb.Prev)
+			around = append(around, nb.prev.ID)
 		}
 		for _, id := range around {
 			if id == 0 {
@@ -213,7 +236,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, in store.FrameInputs
 
 // priceList gathers the stored token counts of the candidates, from the
 // arena for matches and from the frame's own reads for the rest.
-func priceList(a *arena.Arena, hits []arena.Hit, in store.FrameInputs) map[int64]int {
+func priceList(a *arena.Arena, hits []arena.Hit, nbs []neighbors, in store.FrameInputs) map[int64]int {
 	toks := make(map[int64]int, len(in.Tokens)+3*len(hits))
 	for id, t := range in.Tokens {
 		toks[id] = t
@@ -221,6 +244,13 @@ func priceList(a *arena.Arena, hits []arena.Hit, in store.FrameInputs) map[int64
 	for _, h := range hits {
 		if it, ok := a.Meta(h.Index); ok && it.ID == h.ID {
 			toks[h.ID] = int(it.Tokens)
+		}
+	}
+	for _, nb := range nbs {
+		for _, x := range []arena.Neighbor{nb.prev, nb.next} {
+			if x.ID != 0 {
+				toks[x.ID] = int(x.Tokens)
+			}
 		}
 	}
 	return toks

@@ -163,8 +163,6 @@ type FrameInputs struct {
 	Warm   []WarmRow
 	Recent []int64 // newest first
 	Dated  []int64 // the viewer's own items born in the named ranges, oldest first
-	// Neighbors are the conversation neighbours of FrameRead.Around.
-	Neighbors []Neighbors
 	// Tokens are the stored token counts of every item above.
 	Tokens map[int64]int
 }
@@ -175,13 +173,12 @@ type FrameRead struct {
 	Horizon          int64       // activations older than clock - Horizon are cold
 	Recent           int         // newest items of the conversation
 	Dated            []TimeRange // the viewer's items born in these
-	Around           []int64     // items whose conversation neighbours are wanted
 }
 
 // ReadFrameInputs reads, in one round trip: the viewer's clock, the
 // activations recent enough to be warm (t_last within Horizon of the
-// clock), the latest items of the current conversation, the viewer's items
-// born in the dated ranges and the neighbours of the Around items.
+// clock), the latest items of the current conversation and the viewer's items
+// born in the dated ranges.
 func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) (FrameInputs, error) {
 	in := FrameInputs{Tokens: map[int64]int{}}
 	collect := func(dst *[]int64) func(rows pgx.Rows) error {
@@ -206,26 +203,12 @@ func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) 
 		for _, d := range r.Dated {
 			b.Queue(datedSQL, tenantID, r.ViewerID, d.From, d.To, datedLimit).Query(collect(&in.Dated))
 		}
-		if len(r.Around) > 0 {
-			b.Queue(neighborsSQL, tenantID, r.Around).Query(func(rows pgx.Rows) (err error) {
-				in.Neighbors, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Neighbors])
-				return err
-			})
-		}
 	})
 	if err != nil {
 		return FrameInputs{}, fmt.Errorf("frame inputs: %w", err)
 	}
 	for _, w := range in.Warm {
 		in.Tokens[w.ItemID] = w.Tokens
-	}
-	for _, nb := range in.Neighbors {
-		if nb.Prev != 0 {
-			in.Tokens[nb.Prev] = int(nb.PrevTokens)
-		}
-		if nb.Next != 0 {
-			in.Tokens[nb.Next] = int(nb.NextTokens)
-		}
 	}
 	return in, nil
 }
@@ -317,20 +300,4 @@ func (db *DB) ChainItems(ctx context.Context, tenantID, userID, itemID int64, be
 		return nil, nil
 	}
 	return ids, nil
-}
-
-const neighborsSQL = `SELECT i.id, COALESCE(p.id, 0), COALESCE(p.token_count, 0), COALESCE(n.id, 0), COALESCE(n.token_count, 0)
-	FROM items i
-	LEFT JOIN LATERAL (SELECT id, token_count FROM items p WHERE p.tenant_id = $1 AND p.conversation_id = i.conversation_id
-		AND p.id < i.id ORDER BY p.id DESC LIMIT 1) p ON true
-	LEFT JOIN LATERAL (SELECT id, token_count FROM items n WHERE n.tenant_id = $1 AND n.conversation_id = i.conversation_id
-		AND n.id > i.id ORDER BY n.id LIMIT 1) n ON true
-	WHERE i.tenant_id = $1 AND i.id = ANY($2)`
-
-// Neighbors are the items just before and after an item in its
-// conversation (0 where there is none), with their token counts.
-type Neighbors struct {
-	ID               int64
-	Prev, PrevTokens int64
-	Next, NextTokens int64
 }
