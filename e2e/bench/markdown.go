@@ -211,7 +211,9 @@ func (r *Report) memPath(m *mdw) {
 		m.p("")
 	}
 	m.p("The memory path alone, without HTTP or an upstream: `memory.Engine.Capture` of the live question, then")
-	m.p("`Frame` (catch-up check, scan, warm activations, render, reheat), in this process, same questions.")
+	m.p("`Frame` (catch-up check, scan, warm activations, render), in this process, same questions. The frame's")
+	m.p("reheat is written after it returns, as serving does, and finishes before the next turn starts (in serving")
+	m.p("it runs while the provider answers); its statement is in the breakdown below but not in the turn's time.")
 	m.p("The pipeline's added time above is this plus the HTTP hop, the key lookup and the conversation upsert.")
 	m.p("")
 	rows := make([][]string, len(r.MemPath))

@@ -69,6 +69,10 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 		mp.convs[user] = conv
 	}
 	who := memory.Who{TenantID: t.ID, UserID: user, UserName: fmt.Sprintf("u%d", u), ConversationID: conv}
+	// The previous turn's deferred reheat would otherwise compete with
+	// this capture, which in serving it does not: the provider's answer
+	// comes between two turns of a conversation.
+	mp.eng.WaitReheats()
 	t0 := time.Now()
 	c, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user]})
 	if err != nil {
