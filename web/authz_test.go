@@ -9,62 +9,31 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/policies"
+	"github.com/perpetuity/perpetuity/policies/policytest"
 	"github.com/perpetuity/perpetuity/templates"
 )
 
-// access is the least role a route needs.
-type access int
+// access is the least role a route needs (policies/policytest).
+type access = policytest.Level
 
 const (
-	public access = iota
-	member
-	admin
-	platform
+	public   = policytest.Public
+	member   = policytest.Member
+	admin    = policytest.Admin
+	platform = policytest.Platform
 )
 
-// expectedAccess is the authorization matrix, written out by hand. A route
-// registered without an entry here fails the test, and so does an entry
-// without a route: adding a route means deciding who may use it.
-func expectedAccess() map[string]access {
-	return map[string]access{
-		"GET /":                                       public,
-		"GET /static/*":                               public,
-		"GET /signup":                                 public,
-		"POST /signup":                                public,
-		"GET /signin":                                 public,
-		"POST /signin":                                public,
-		"GET /invite/:token":                          public,
-		"POST /invite/:token":                         public,
-		"POST /signout":                               member,
-		"GET /console":                                member,
-		"GET /console/connect":                        member,
-		"GET /console/keys":                           member,
-		"GET /console/users":                          member,
-		"GET /console/users/:id":                      member,
-		"GET /console/memory":                         member,
-		"GET /console/conversations/:id":              member,
-		"POST /console/keys":                          admin,
-		"POST /console/keys/:id/revoke":               admin,
-		"GET /console/accounts":                       admin,
-		"POST /console/accounts/invite":               admin,
-		"POST /console/accounts/:id/role":             admin,
-		"POST /console/accounts/:id/disable":          admin,
-		"POST /console/accounts/:id/enable":           admin,
-		"GET /console/audit":                          admin,
-		"GET /console/users/:id/export":               admin,
-		"GET /console/dictionaries":                   admin,
-		"POST /console/dictionaries/:version/derive":  admin,
-		"GET /console/dictionaries/:version/progress": admin,
-		"POST /console/dictionaries/:version/flip":    admin,
-		"POST /console/dictionaries/:version/retire":  admin,
-		"GET /console/integrity":                      admin,
-		"POST /console/integrity":                     admin,
-		"GET /console/integrity/:id":                  admin,
-		"POST /console/users/:id/purge":               admin,
-		"POST /console/dictionaries":                  platform,
-		"GET /platform/tenants":                       platform,
-		"POST /platform/tenants/:id/enter":            platform,
+// expectedAccess is the authorization matrix written out by hand in
+// policies/policytest/console_access.txt. A route registered without an
+// entry fails the test, and so does an entry without a route: adding a
+// route means deciding who may use it.
+func expectedAccess(t testing.TB) map[string]access {
+	t.Helper()
+	m, err := policytest.ConsoleAccess()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m
 }
 
 type principal struct {
@@ -111,7 +80,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	expected := expectedAccess()
+	expected := expectedAccess(t)
 	for _, r := range registeredRoutes(t) {
 		key := r.Method + " " + r.Path
 		seen[key] = true
@@ -150,7 +119,7 @@ func TestEveryPolicyRuleNamesARoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expected := expectedAccess()
+	expected := expectedAccess(t)
 	for _, r := range rules {
 		if _, ok := expected[r[3]+" "+r[2]]; !ok {
 			t.Errorf("policy rule %v names no console route", r)

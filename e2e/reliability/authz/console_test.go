@@ -15,63 +15,31 @@ import (
 
 	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/policies/policytest"
 	"github.com/perpetuity/perpetuity/web"
 )
 
-// level is the least role a console route needs.
-type level int
+// level is the least role a route needs (policies/policytest).
+type level = policytest.Level
 
 const (
-	public level = iota
-	member
-	admin
-	platform
+	public   = policytest.Public
+	member   = policytest.Member
+	admin    = policytest.Admin
+	platform = policytest.Platform
 )
 
-// consoleAccess is the console's authorization matrix, written out by hand
-// here as in web/authz_test.go: the two must agree with each other and
-// with what the running binary does. A route the console registers without
-// an entry here is a mismatch.
-func consoleAccess() map[string]level {
-	return map[string]level{
-		"GET /":                                       public,
-		"GET /static/*":                               public,
-		"GET /signup":                                 public,
-		"POST /signup":                                public,
-		"GET /signin":                                 public,
-		"POST /signin":                                public,
-		"GET /invite/:token":                          public,
-		"POST /invite/:token":                         public,
-		"POST /signout":                               member,
-		"GET /console":                                member,
-		"GET /console/connect":                        member,
-		"GET /console/keys":                           member,
-		"GET /console/users":                          member,
-		"GET /console/users/:id":                      member,
-		"GET /console/memory":                         member,
-		"GET /console/conversations/:id":              member,
-		"POST /console/keys":                          admin,
-		"POST /console/keys/:id/revoke":               admin,
-		"GET /console/accounts":                       admin,
-		"POST /console/accounts/invite":               admin,
-		"POST /console/accounts/:id/role":             admin,
-		"POST /console/accounts/:id/disable":          admin,
-		"POST /console/accounts/:id/enable":           admin,
-		"GET /console/audit":                          admin,
-		"GET /console/users/:id/export":               admin,
-		"GET /console/dictionaries":                   admin,
-		"POST /console/dictionaries/:version/derive":  admin,
-		"GET /console/dictionaries/:version/progress": admin,
-		"POST /console/dictionaries/:version/flip":    admin,
-		"POST /console/dictionaries/:version/retire":  admin,
-		"GET /console/integrity":                      admin,
-		"POST /console/integrity":                     admin,
-		"GET /console/integrity/:id":                  admin,
-		"POST /console/users/:id/purge":               admin,
-		"POST /console/dictionaries":                  platform,
-		"GET /platform/tenants":                       platform,
-		"POST /platform/tenants/:id/enter":            platform,
+// consoleAccess is the authorization matrix written out by hand in
+// policies/policytest/console_access.txt. A route registered without an
+// entry fails the test, and so does an entry without a route: adding a
+// route means deciding who may use it.
+func consoleAccess(t testing.TB) map[string]level {
+	t.Helper()
+	m, err := policytest.ConsoleAccess()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m
 }
 
 // consoleRoutes are the routes the console registers, read from the
@@ -158,7 +126,7 @@ func TestConsoleRouteRoleMatrix(t *testing.T) {
 		{"platform admin, in a tenant", platform, enteredB},
 	}
 
-	expected := consoleAccess()
+	expected := consoleAccess(t)
 	rs := consoleRoutes(t)
 	// Signing out ends the session: it goes last.
 	sort.SliceStable(rs, func(i, j int) bool { return rs[j].Path == "/signout" && rs[i].Path != "/signout" })
