@@ -29,6 +29,24 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
+	// What the frame reads besides retrieval does not depend on it: the
+	// read runs while the arena is scanned (after the viewer's deferred
+	// reheats landed, so it sees them).
+	viewer := viewerKey{q.TenantID, q.UserID}
+	inputs := make(chan frameInputs, 1) // buffered: an early return leaks nothing
+	go func() {
+		if err := e.pending.wait(ctx, viewer); err != nil {
+			inputs <- frameInputs{err: err}
+			return
+		}
+		fr := store.FrameRead{ViewerID: q.UserID, ConvID: q.ConversationID,
+			Horizon: horizon(e.opt.BaseTau * maxTauFactor), Recent: e.opt.Recent}
+		if e.opt.DatedRank > 0 {
+			fr.Dated = DateRanges(q.Live)
+		}
+		in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
+		inputs <- frameInputs{in, err}
+	}()
 	d, err := e.dictionary(ctx, r.dict)
 	if err != nil {
 		return Frame{}, err
@@ -47,19 +65,11 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		}
 		e.observer().Duration("scan", time.Since(scan))
 	}
-	viewer := viewerKey{q.TenantID, q.UserID}
-	if err := e.pending.wait(ctx, viewer); err != nil {
-		return Frame{}, err
+	got := <-inputs
+	if got.err != nil {
+		return Frame{}, got.err
 	}
-	fr := store.FrameRead{ViewerID: q.UserID, ConvID: q.ConversationID,
-		Horizon: horizon(e.opt.BaseTau * maxTauFactor), Recent: e.opt.Recent}
-	if e.opt.DatedRank > 0 {
-		fr.Dated = DateRanges(q.Live)
-	}
-	in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
-	if err != nil {
-		return Frame{}, err
-	}
+	in := got.in
 	ceiling := q.Ceiling
 	if ceiling <= 0 || ceiling > e.opt.Ceiling {
 		ceiling = e.opt.Ceiling
@@ -130,6 +140,12 @@ func neighborsOf(a *arena.Arena, hits []arena.Hit, n int) []neighbors {
 		}
 	}
 	return out
+}
+
+// frameInputs is the frame's store read, as it comes back from its goroutine.
+type frameInputs struct {
+	in  store.FrameInputs
+	err error
 }
 
 // maxTauFactor bounds how much longer than BaseTau an item's decay may be
