@@ -125,13 +125,19 @@ func (r *Report) notes(m *mdw) {
 			n += st.Count
 		}
 		if len(c.Statements) > 0 {
-			if commit > c.Floor.P50*5/4 {
+			if commit == 0 {
+				m.p("Traced (section 3), its COMMIT travels in the last batch, so its flush is part of that batch's time.")
+			} else if commit > c.Floor.P50*5/4 {
 				m.p("Traced (section 3), its commit takes %s ms against the floor's %s ms: it flushes the whole", ms(commit), ms(c.Floor.P50))
 				m.p("capture's WAL and runs the deferred per-item check.")
 			} else {
 				m.p("Traced (section 3), its commit costs about the floor (%s ms against %s ms).", ms(commit), ms(c.Floor.P50))
 			}
-			m.p("The other %.0f round trips take %s ms together, each a round trip (%s ms bare) plus its work (indexes,", n, ms(rest), ms(c.Trip.P50))
+			which := "The other"
+			if commit == 0 {
+				which = "Its"
+			}
+			m.p("%s %.0f round trips take %s ms together, each a round trip (%s ms bare) plus its work (indexes,", which, n, ms(rest), ms(c.Trip.P50))
 			m.p("the birth-record trigger on items).")
 		}
 		m.p("")
