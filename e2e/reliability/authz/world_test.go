@@ -1,7 +1,6 @@
 package authz
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -13,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/PuerkitoBio/goquery"
-
+	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
@@ -122,29 +120,14 @@ func (c *console) post(path string, form url.Values) answer {
 
 func (c *console) send(method, path string, form url.Values) answer {
 	c.t.Helper()
-	var rd io.Reader
-	if form != nil {
-		rd = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
+	a, err := harness.ConsoleDo(context.Background(), c.http, method, c.base+path, form)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if a.CSRF != "" {
+		c.csrf = a.CSRF
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		c.t.Fatalf("console %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if doc, err := goquery.NewDocumentFromReader(bytes.NewReader(b)); err == nil {
-		if tok, ok := doc.Find(`input[name="_csrf"]`).First().Attr("value"); ok && tok != "" {
-			c.csrf = tok
-		}
-	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+	return answer{status: a.Status, header: a.Header, body: a.Body}
 }
 
 func (c *console) signIn(email, password string) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 )
 
@@ -141,29 +141,14 @@ func (c *console) post(path string, form url.Values) page {
 
 func (c *console) send(method, path string, form url.Values) page {
 	c.t.Helper()
-	var rd io.Reader
-	if form != nil {
-		rd = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
+	a, err := harness.ConsoleDo(context.Background(), c.http, method, c.base+path, form)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if a.CSRF != "" {
+		c.csrf = a.CSRF
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		c.t.Fatalf("console %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if doc, err := goquery.NewDocumentFromReader(bytes.NewReader(b)); err == nil {
-		if tok, ok := doc.Find(`input[name="_csrf"]`).First().Attr("value"); ok && tok != "" {
-			c.csrf = tok
-		}
-	}
-	return page{path: path, status: resp.StatusCode, header: resp.Header, body: b}
+	return page{path: path, status: a.Status, header: a.Header, body: a.Body}
 }
 
 // signIn signs in with the form, as a browser would.
