@@ -34,7 +34,10 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	// reheats landed, so it sees them).
 	viewer := viewerKey{q.TenantID, q.UserID}
 	inputs := make(chan frameInputs, 1) // buffered: an early return leaks nothing
+	rctx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead() // an early return also stops the read
 	go func() {
+		ctx := rctx
 		if err := e.pending.wait(ctx, viewer); err != nil {
 			inputs <- frameInputs{err: err}
 			return
@@ -205,20 +208,33 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in 
 		}
 	}
 	// A turn of a date the question names ranks with the good matches even
-	// when it shares no word with the question, and above them when it does;
-	// a dated turn keeps the better of its two ranks.
+	// when its words did not match the question, and above them when they
+	// did; a dated turn keeps the better of its ranks. Overlapping ranges
+	// (a day inside a named month) list a turn twice: it counts once.
+	dated := make(map[int64]bool, len(in.Dated))
 	for _, id := range in.Dated {
-		if slices.Contains(q.LiveItems, id) {
+		if dated[id] || slices.Contains(q.LiveItems, id) {
 			continue
 		}
-		c := get(id)
+		dated[id] = true
 		r := e.opt.DatedRank
-		if c.rank < 0 {
+		if _, matched := rankOf[id]; !matched {
 			r *= datedUnmatched
 		}
-		if c.rank < 0 || c.rank > r {
+		if c := get(id); c.rank < 0 || c.rank > r {
 			c.rank = r
 			if p := RankPeak(r); p > c.heat {
+				c.heat = p
+			}
+		}
+	}
+	// In a named range too long to bring whole, only the matches are lifted.
+	for _, id := range in.InRanges {
+		if hr, matched := rankOf[id]; matched && hr > e.opt.DatedRank && !dated[id] {
+			dated[id] = true
+			c := get(id)
+			c.rank = e.opt.DatedRank
+			if p := RankPeak(c.rank); p > c.heat {
 				c.heat = p
 			}
 		}

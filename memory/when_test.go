@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/store"
 )
 
 func TestDateRanges(t *testing.T) {
@@ -107,6 +108,52 @@ func TestFrameReadsTheDayTheQuestionNames(t *testing.T) {
 		}
 		if strings.Contains(txt, "sardines") || strings.Contains(txt, "focaccia") {
 			t.Fatalf("another user's turn or another day's entered the frame:\n%s", txt)
+		}
+	}
+}
+
+// TestDatedRangesWholeOrMatchesOnly: a named range with few turns comes
+// back whole (with token counts), one with more than a day of chat only as
+// ids for the matches to be looked up in.
+func TestDatedRangesWholeOrMatchesOnly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	w := f.who(t, "alice", "diary")
+	day := time.Date(2023, 3, 9, 8, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		if _, err := f.eng.Capture(ctx, memory.Message{Who: w, Role: "user", Text: fmt.Sprintf("quiet day note %d", i), Position: i, At: day.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := time.Date(2023, 4, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 70 {
+		if _, err := f.eng.Capture(ctx, memory.Message{Who: w, Role: "user", Text: fmt.Sprintf("busy month note %d", i), Position: 100 + i, At: busy.Add(time.Duration(i) * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		q             string
+		whole, ranged int
+	}{
+		{"on 9 March 2023?", 3, 0},
+		{"in March 2023?", 3, 0},
+		{"in April 2023?", 0, 70},
+		{"on 2 April 2023?", 24, 0},
+		{"on 2 April 2023 and in March 2023?", 27, 0},
+	} {
+		in, err := f.db.ReadFrameInputs(ctx, f.nt.TenantID, store.FrameRead{ViewerID: w.UserID, ConvID: w.ConversationID,
+			Horizon: 1, Recent: 1, Dated: memory.DateRanges(tc.q)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(in.Dated) != tc.whole || len(in.InRanges) != tc.ranged {
+			t.Errorf("%q: %d whole, %d ranged; want %d, %d", tc.q, len(in.Dated), len(in.InRanges), tc.whole, tc.ranged)
+		}
+		for _, id := range in.Dated {
+			if in.Tokens[id] <= 0 {
+				t.Errorf("%q: item %d without its token count", tc.q, id)
+			}
 		}
 	}
 }

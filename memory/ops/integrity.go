@@ -321,7 +321,8 @@ func (k *checkRun) checkBirth(it *store.CheckItem) {
 	case a.TLast < it.BornClock:
 		k.add(InvBirthActivation, &id, fmt.Sprintf("item %d's owner activation predates its birth (t_last %d < born_clock %d)", id, a.TLast, it.BornClock),
 			map[string]any{"item_id": id, "viewer_id": it.UserID, "t_last": a.TLast, "peak": a.Peak, "born_clock": it.BornClock})
-	case (a.Tau != nil && *a.Tau != it.Tau) || (a.Tokens != nil && *a.Tokens != it.TokenCount):
+	}
+	if a := it.OwnerActivation; a != nil && ((a.Tau != nil && *a.Tau != it.Tau) || (a.Tokens != nil && *a.Tokens != it.TokenCount)) {
 		k.add(InvBirthActivation, &id, fmt.Sprintf("item %d's owner activation carries another decay constant or token count than the item", id),
 			map[string]any{"item_id": id, "viewer_id": it.UserID, "tau": a.Tau, "token_count": a.Tokens, "item_tau": it.Tau, "item_token_count": it.TokenCount})
 	}

@@ -150,9 +150,14 @@ const (
 // frame renders far fewer, and the read must not grow with the memory.
 const warmLimit = 400
 
-// datedLimit bounds the items read per date a question names: a day of
-// chat, not a month of it.
-const datedLimit = 60
+// A date a question names brings all its turns when they are few enough
+// to show (a day of chat, or a month with one conversation in it);
+// otherwise it only tells which matches fall in it, from at most
+// rangeLimit of its turns.
+const (
+	wholeLimit = 60
+	rangeLimit = 2000
+)
 
 // TimeRange is the instants from From up to, not including, To.
 type TimeRange struct{ From, To time.Time }
@@ -162,7 +167,10 @@ type FrameInputs struct {
 	Clock  int64
 	Warm   []WarmRow
 	Recent []int64 // newest first
-	Dated  []int64 // the viewer's own items born in the named ranges, oldest first
+	// Dated are the viewer's own items of the named ranges that hold at
+	// most wholeLimit, oldest first; InRanges those of the larger ones.
+	Dated    []int64
+	InRanges []int64
 	// Tokens are the stored token counts of every item above.
 	Tokens map[int64]int
 }
@@ -201,7 +209,22 @@ func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) 
 		})
 		b.Queue(recentSQL, tenantID, r.ConvID, r.Recent).Query(collect(&in.Recent))
 		for _, d := range r.Dated {
-			b.Queue(datedSQL, tenantID, r.ViewerID, d.From, d.To, datedLimit).Query(collect(&in.Dated))
+			b.Queue(datedSQL, tenantID, r.ViewerID, d.From, d.To, rangeLimit).Query(func(rows pgx.Rows) error {
+				type row struct {
+					ID     int64
+					Tokens int
+				}
+				rs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+				for _, x := range rs {
+					if len(rs) <= wholeLimit {
+						in.Dated = append(in.Dated, x.ID)
+						in.Tokens[x.ID] = x.Tokens
+					} else {
+						in.InRanges = append(in.InRanges, x.ID)
+					}
+				}
+				return err
+			})
 		}
 	})
 	if err != nil {
