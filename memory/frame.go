@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -174,7 +173,9 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in 
 			get(w.ItemID).heat = h
 		}
 	}
+	rankOf := make(map[int64]int, len(hits))
 	for i, h := range hits {
+		rankOf[h.ID] = i
 		c := get(h.ID)
 		c.rank = i
 		if p := RankPeak(i); p > c.heat {
@@ -183,10 +184,6 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in 
 		if i < mandatoryHits {
 			c.mandatory = true
 		}
-	}
-	rankOf := make(map[int64]int, len(hits))
-	for i, h := range hits {
-		rankOf[h.ID] = i
 	}
 	for _, nb := range nbs {
 		r := rankOf[nb.id] + e.opt.Context.Lag
@@ -211,6 +208,14 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in 
 	// when its words did not match the question, and above them when they
 	// did; a dated turn keeps the better of its ranks. Overlapping ranges
 	// (a day inside a named month) list a turn twice: it counts once.
+	lift := func(id int64, r int) {
+		if c := get(id); c.rank < 0 || c.rank > r {
+			c.rank = r
+			if p := RankPeak(r); p > c.heat {
+				c.heat = p
+			}
+		}
+	}
 	dated := make(map[int64]bool, len(in.Dated))
 	for _, id := range in.Dated {
 		if dated[id] || slices.Contains(q.LiveItems, id) {
@@ -221,22 +226,13 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in 
 		if _, matched := rankOf[id]; !matched {
 			r *= datedUnmatched
 		}
-		if c := get(id); c.rank < 0 || c.rank > r {
-			c.rank = r
-			if p := RankPeak(r); p > c.heat {
-				c.heat = p
-			}
-		}
+		lift(id, r)
 	}
 	// In a named range too long to bring whole, only the matches are lifted.
 	for _, id := range in.InRanges {
-		if hr, matched := rankOf[id]; matched && hr > e.opt.DatedRank && !dated[id] {
+		if _, matched := rankOf[id]; matched && !dated[id] {
 			dated[id] = true
-			c := get(id)
-			c.rank = e.opt.DatedRank
-			if p := RankPeak(c.rank); p > c.heat {
-				c.heat = p
-			}
+			lift(id, e.opt.DatedRank)
 		}
 	}
 	for _, id := range in.Recent {
@@ -448,5 +444,3 @@ func Budget(hits []arena.Hit, floor, ceiling int) int {
 	frac := (eff - 1) / (k - 1)
 	return floor + int(frac*float64(ceiling-floor))
 }
-
-var _ = fmt.Sprint

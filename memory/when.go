@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"cmp"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,11 +80,7 @@ func DateRanges(s string) []store.TimeRange {
 	scan(isoDay, func(m []string) (store.TimeRange, bool) { return day(m[1], m[2], m[3]) })
 	scan(monthYear, func(m []string) (store.TimeRange, bool) { return month(m[2], m[1]) })
 	// In the order the text names them.
-	for i := 1; i < len(all); i++ {
-		for j := i; j > 0 && all[j].at < all[j-1].at; j-- {
-			all[j], all[j-1] = all[j-1], all[j]
-		}
-	}
+	slices.SortFunc(all, func(a, b found) int { return cmp.Compare(a.at, b.at) })
 	for _, f := range all {
 		add(f.r)
 	}
