@@ -16,7 +16,7 @@ import (
 
 // Figure is one measured line of RELIABILITY.md.
 type Figure struct {
-	Item    int    `json:"item"`    // the issue's numbered line, 1..12
+	Item    int    `json:"item"`    // issue 9's numbered line 1..12, or 100+N for issue 15's finding N (114: key scope)
 	Name    string `json:"name"`    // short title of the check
 	Figure  string `json:"figure"`  // what was measured, with N
 	Target  string `json:"target"`  // what it must be

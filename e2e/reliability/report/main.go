@@ -17,7 +17,7 @@ import (
 	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
 )
 
-// items are the issue's twelve lines, in its order.
+// items are issue 9's twelve lines, in its order.
 var items = []string{
 	1:  "Crash during capture",
 	2:  "Database restart",
@@ -31,6 +31,44 @@ var items = []string{
 	10: "Long streams",
 	11: "Stored prompt injection",
 	12: "Rate limits and quotas",
+}
+
+// hardening are issue 15's findings, recorded as items 100+N (N its number
+// in the issue), and its key-scope decision as 114. They are reported as
+// H1..H13 and H14 in a table of their own.
+var hardening = []string{
+	1:  "Wide questions",
+	2:  "Metric and log cardinality",
+	3:  "Slow or absent bodies",
+	4:  "Upstream redirects and paths",
+	5:  "Provider response headers",
+	6:  "Outbound header policy",
+	7:  "Invite enumeration",
+	8:  "Import limits and hang-ups",
+	9:  "Unstorable input",
+	10: "Sign-in lockout",
+	11: "Frame budget ceiling",
+	12: "Nothing stored means nothing",
+	13: "Public URL scheme",
+	14: "Key scope",
+}
+
+// hardeningBase is the item number of hardening finding 0.
+const hardeningBase = 100
+
+// section is one table of the report: its title, its lines and how a line
+// is numbered.
+type section struct {
+	title string
+	names []string
+	base  int
+	label func(i int) string
+}
+
+var sections = []section{
+	{title: "Issue 9: the reliability suite", names: items, base: 0, label: func(i int) string { return fmt.Sprint(i) }},
+	{title: "Issue 15: hardening against attacks on the running service", names: hardening, base: hardeningBase,
+		label: func(i int) string { return fmt.Sprintf("H%d", i) }},
 }
 
 func main() {
@@ -84,40 +122,47 @@ func load(dir string) ([]figure.Figure, error) {
 }
 
 func write(w io.Writer, figs []figure.Figure, testExit int) {
-	fmt.Fprintf(w, "# RELIABILITY\n\nWritten by `make reliability` on %s. Every line of issue 9 has its figures below; a line with no figure says so.\n\n",
+	fmt.Fprintf(w, "# RELIABILITY\n\nWritten by `make reliability` on %s. Every line of issue 9 and every finding of issue 15 has its figures below; a line with no figure says so.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	if testExit != 0 {
 		fmt.Fprintf(w, "**The test run exited with status %d**: a test failed or could not record its figure; see the run's output.\n\n", testExit)
 	}
-	fmt.Fprintln(w, "| # | check | figure | target | verdict |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
 	byItem := map[int][]figure.Figure{}
 	for _, f := range figs {
 		byItem[f.Item] = append(byItem[f.Item], f)
 	}
-	for i := 1; i < len(items); i++ {
-		if len(byItem[i]) == 0 {
-			fmt.Fprintf(w, "| %d | %s | **no figure recorded** | — | missing |\n", i, items[i])
-			continue
-		}
-		for _, f := range byItem[i] {
-			verdict := "pass"
-			if !f.Pass {
-				verdict = "**FAIL**"
-			}
-			if f.Short {
-				verdict += " (short form)"
-			}
-			fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", i, cell(f.Name), cell(f.Figure), cell(f.Target), verdict)
-		}
-	}
-	fmt.Fprintln(w, "\n## How each figure was measured")
-	for i := 1; i < len(items); i++ {
-		for _, f := range byItem[i] {
-			if f.Details == "" {
+	for _, sec := range sections {
+		fmt.Fprintf(w, "## %s\n\n", sec.title)
+		fmt.Fprintln(w, "| # | check | figure | target | verdict |")
+		fmt.Fprintln(w, "|---|---|---|---|---|")
+		for i := 1; i < len(sec.names); i++ {
+			fs := byItem[sec.base+i]
+			if len(fs) == 0 {
+				fmt.Fprintf(w, "| %s | %s | **no figure recorded** | — | missing |\n", sec.label(i), sec.names[i])
 				continue
 			}
-			fmt.Fprintf(w, "\n### %d. %s\n\n%s\n", i, f.Name, strings.TrimSpace(f.Details))
+			for _, f := range fs {
+				verdict := "pass"
+				if !f.Pass {
+					verdict = "**FAIL**"
+				}
+				if f.Short {
+					verdict += " (short form)"
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", sec.label(i), cell(f.Name), cell(f.Figure), cell(f.Target), verdict)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "## How each figure was measured")
+	for _, sec := range sections {
+		for i := 1; i < len(sec.names); i++ {
+			for _, f := range byItem[sec.base+i] {
+				if f.Details == "" {
+					continue
+				}
+				fmt.Fprintf(w, "\n### %s. %s\n\n%s\n", sec.label(i), f.Name, strings.TrimSpace(f.Details))
+			}
 		}
 	}
 }
