@@ -26,6 +26,7 @@ type Config struct {
 	LogLevel          string           // PERPETUITY_LOG_LEVEL
 	MaxBodyBytes      int64            // PERPETUITY_MAX_BODY_BYTES
 	CaptureTimeout    time.Duration    // PERPETUITY_CAPTURE_TIMEOUT
+	BodyTimeout       time.Duration    // PERPETUITY_BODY_TIMEOUT
 	FrameCeiling      int              // PERPETUITY_FRAME_CEILING
 	ToolRounds        int              // PERPETUITY_TOOL_ROUNDS
 	KeyRPM            int              // PERPETUITY_KEY_RPM
@@ -41,7 +42,7 @@ type envVar struct {
 var envVars = []envVar{
 	{"DATABASE_URL", "", "PostgreSQL URL. `make run`/`make test` find or start a server when unset."},
 	{"PERPETUITY_ADDR", ":8080", "Listen address for proxy and console (one port)."},
-	{"PERPETUITY_PUBLIC_URL", "http://localhost:8080", "Base URL users reach the service at; proxy URLs are built from it."},
+	{"PERPETUITY_PUBLIC_URL", "http://localhost:8080", "Base URL users reach the service at (http or https, no query); proxy URLs are built from it, and https turns on Secure `__Host-` cookies and HSTS."},
 	{"PERPETUITY_OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI upstream, including /v1 as the OpenAI SDKs expect."},
 	{"PERPETUITY_ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic upstream, without /v1 as the Anthropic SDKs expect."},
 	{"PERPETUITY_OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1", "OpenRouter upstream (OpenAI-compatible), including /api/v1."},
@@ -50,6 +51,7 @@ var envVars = []envVar{
 	{"PERPETUITY_LOG_LEVEL", "info", "debug, info, warn or error."},
 	{"PERPETUITY_MAX_BODY_BYTES", "33554432", "Largest accepted request body in bytes."},
 	{"PERPETUITY_CAPTURE_TIMEOUT", "10s", "How long a capture may take, independent of the client connection."},
+	{"PERPETUITY_BODY_TIMEOUT", "30s", "How long a request body may take to arrive, plus 1 s per 64 KiB received; a body slower than that, or never sent, is refused (408 on the proxy routes) and its connection closed. Replies, streams included, are not limited."},
 	{"PERPETUITY_FRAME_CEILING", "8000", "Most tokens a memory frame may take."},
 	{"PERPETUITY_DATA_DIR", ".data", "Where `make run` keeps its private PostgreSQL cluster and the demo tenant's key (development only)."},
 	{"PERPETUITY_TOOL_ROUNDS", "3", "Most provider calls one request may take when the model uses the memory tools; the last must answer. 1 turns the tools off."},
@@ -74,7 +76,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:       get("DATABASE_URL"),
 		Addr:              get("PERPETUITY_ADDR"),
-		PublicURL:         strings.TrimRight(get("PERPETUITY_PUBLIC_URL"), "/"),
 		OpenAIBaseURL:     strings.TrimRight(get("PERPETUITY_OPENAI_BASE_URL"), "/"),
 		AnthropicBaseURL:  strings.TrimRight(get("PERPETUITY_ANTHROPIC_BASE_URL"), "/"),
 		OpenRouterBaseURL: strings.TrimRight(get("PERPETUITY_OPENROUTER_BASE_URL"), "/"),
@@ -89,8 +90,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		return c, fmt.Errorf("PERPETUITY_ADDR: %q is not host:port (e.g. :8080)", c.Addr)
 	}
+	pub, err := parsePublicURL(get("PERPETUITY_PUBLIC_URL"))
+	if err != nil {
+		return c, fmt.Errorf("PERPETUITY_PUBLIC_URL: %w", err)
+	}
+	c.PublicURL = pub
 	for _, u := range []struct{ name, val string }{
-		{"PERPETUITY_PUBLIC_URL", c.PublicURL},
 		{"PERPETUITY_OPENAI_BASE_URL", c.OpenAIBaseURL},
 		{"PERPETUITY_ANTHROPIC_BASE_URL", c.AnthropicBaseURL},
 		{"PERPETUITY_OPENROUTER_BASE_URL", c.OpenRouterBaseURL},
@@ -123,6 +128,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PERPETUITY_CAPTURE_TIMEOUT: want a positive duration such as 10s")
 	}
 	c.CaptureTimeout = d
+	bt, err := time.ParseDuration(get("PERPETUITY_BODY_TIMEOUT"))
+	if err != nil || bt < 100*time.Millisecond || bt > time.Hour {
+		return c, fmt.Errorf("PERPETUITY_BODY_TIMEOUT: want a duration from 100ms to 1h such as 30s")
+	}
+	c.BodyTimeout = bt
 	fc, err := strconv.Atoi(get("PERPETUITY_FRAME_CEILING"))
 	if err != nil || fc < 256 {
 		return c, fmt.Errorf("PERPETUITY_FRAME_CEILING: want a whole number of tokens >= 256")
@@ -144,4 +154,38 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		*v.dst = n
 	}
 	return c, nil
+}
+
+// parsePublicURL reads PERPETUITY_PUBLIC_URL as a URL, not as text: the
+// scheme decides Secure cookies and HSTS, whatever its case. It must be a
+// base URL a browser reaches (http or https, a host, nothing after the
+// path), and comes back normalised: scheme and host in lower case, no
+// trailing slash. A value with user information is never quoted back.
+func parsePublicURL(v string) (string, error) {
+	quoted := fmt.Sprintf("%q", v)
+	if strings.Contains(v, "@") {
+		quoted = "the value"
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s is not a URL", quoted)
+	case u.Scheme != "http" && u.Scheme != "https": // url.Parse lowers the scheme
+		return "", fmt.Errorf("%s: want an http:// or https:// URL", quoted)
+	case u.Opaque != "" || u.Host == "":
+		return "", fmt.Errorf("%s has no host (want e.g. https://memory.example.com)", quoted)
+	case u.User != nil:
+		return "", fmt.Errorf("%s carries user information; give the bare base URL", quoted)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(v, "#"):
+		return "", fmt.Errorf("%s has a query or fragment; give the base URL only", quoted)
+	}
+	u.Host = strings.ToLower(u.Host)
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// ServedOverTLS reports whether users reach the service over https, which
+// turns on Secure and __Host- cookies and HSTS in the console.
+func (c Config) ServedOverTLS() bool {
+	u, err := url.Parse(c.PublicURL)
+	return err == nil && strings.EqualFold(u.Scheme, "https")
 }

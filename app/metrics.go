@@ -2,7 +2,6 @@ package app
 
 import (
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -22,6 +21,7 @@ type metrics struct {
 	latency   *prometheus.HistogramVec
 	stages    *prometheus.HistogramVec
 	frameToks prometheus.Histogram
+	routes    routeLabels
 }
 
 func newMetrics(eng *memory.Engine) *metrics {
@@ -59,7 +59,8 @@ func (m *metrics) Duration(stage string, d time.Duration) {
 func (m *metrics) FrameTokens(n int) { m.frameToks.Observe(float64(n)) }
 
 // middleware counts every request by its route template (never the raw
-// path: keys travel in proxy paths and must not become label values).
+// path: keys travel in proxy paths and must not become label values), and
+// every label from a fixed set (see labels.go).
 func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -78,16 +79,17 @@ func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				status = 500
 			}
 		}
-		route := c.Path()
-		m.requests.WithLabelValues(route, c.Request().Method, dialect, strconv.Itoa(status)).Inc()
+		route := m.routes.of(c)
+		m.requests.WithLabelValues(route, methodLabel(c.Request().Method), dialect, statusLabel(status)).Inc()
 		m.latency.WithLabelValues(route, dialect).Observe(time.Since(start).Seconds())
 		return err
 	}
 }
 
 // accessLog writes one structured line per request. It logs the route
-// template and never the raw path or headers, where keys travel.
-func accessLog(log *slog.Logger) echo.MiddlewareFunc {
+// template and never the raw path or headers, where keys travel, and the
+// method as its label, so that a line has a bounded size.
+func accessLog(log *slog.Logger, routes *routeLabels) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -96,8 +98,8 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 			if err != nil && !c.Response().Committed {
 				status = 0 // written by the error handler after this line
 			}
-			log.Info("request", "request_id", c.Get("perpetuity.request_id"), "method", c.Request().Method,
-				"route", c.Path(), "status", status, "ms", float64(time.Since(start).Microseconds())/1000, "failed", err != nil)
+			log.Info("request", "request_id", c.Get("perpetuity.request_id"), "method", methodLabel(c.Request().Method),
+				"route", routes.of(c), "status", status, "ms", float64(time.Since(start).Microseconds())/1000, "failed", err != nil)
 			return err
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -93,7 +92,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	}()
 	console, err := web.New(web.Config{
 		PublicURL:     cfg.PublicURL,
-		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		SecureCookies: cfg.ServedOverTLS(),
 	}, db, web.NewEngineMemory(db, eng), log)
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
@@ -102,8 +101,9 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	console.Register(ec)
 
 	srv := &http.Server{
-		Handler: ec,
-		// No WriteTimeout: proxy streams run as long as the provider talks.
+		// No WriteTimeout or ReadTimeout: proxy streams run as long as the
+		// provider talks. Bodies get a deadline of their own.
+		Handler:           bodyDeadline{next: ec, timeout: cfg.BodyTimeout, maxBytes: cfg.MaxBodyBytes},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
@@ -135,24 +135,26 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 }
 
 // NewRouter is the Echo instance serve hangs every route on: the one error
-// handler, panic recovery, then mw (serve passes its metrics) and the access
-// log, in that order. Exported as a seam: the reliability suite drives this
+// handler, panic recovery, then mw (serve passes its metrics), the access
+// log and the mapping of a body that missed its deadline to a 408, in that
+// order. Exported as a seam: the reliability suite drives this
 // same chain with a handler that panics, which no real route does.
 func NewRouter(log *slog.Logger, mw ...echo.MiddlewareFunc) *echo.Echo {
 	ec := echo.New()
 	ec.HideBanner, ec.HidePort = true, true
 	ec.HTTPErrorHandler = errorHandler(ec, log)
+	routes := &routeLabels{}
 	ec.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		// Into the service's log rather than Echo's (stdout), scrubbed: a
 		// panic value may carry whatever was in scope, keys included.
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			log.Error("panic recovered", "request_id", c.Get("perpetuity.request_id"), "route", c.Path(),
+			log.Error("panic recovered", "request_id", c.Get("perpetuity.request_id"), "route", routes.of(c),
 				"panic", redactSecrets(err.Error()), "stack", redactSecrets(string(stack)))
 			return errPanicked
 		},
 	}))
 	ec.Use(mw...)
-	ec.Use(accessLog(log))
+	ec.Use(accessLog(log, routes), bodyTimeoutStatus)
 	return ec
 }
 

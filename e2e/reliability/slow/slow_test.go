@@ -8,9 +8,7 @@
 package slow
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -69,9 +67,9 @@ func TestSlowClients(t *testing.T) {
 	// Baseline after a few ordinary requests, so that the pools the attack
 	// will use already hold what a working server holds.
 	warm(t, s)
-	base := sample(t, s)
+	base := s.Sample(t)
 	quiet, _ := probe(s.URL, probeGap)
-	step(fmt.Sprintf("baseline: %d goroutines, %d open files; /healthz p99 %v unloaded", base.goroutines, base.fds, harness.Percentile(quiet, 99)))
+	step(fmt.Sprintf("baseline: %d goroutines, %d open files; /healthz p99 %v unloaded", base.Goroutines, base.FDs, harness.Percentile(quiet, 99)))
 
 	// The attack: slow readers first (their replies take a while to fill
 	// the buffers), then the slowloris connections, which the server drops
@@ -105,8 +103,8 @@ func TestSlowClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	attackStart := time.Now()
-	under := sample(t, s)
-	step(fmt.Sprintf("under attack: %d goroutines, %d open files", under.goroutines, under.fds))
+	under := s.Sample(t)
+	step(fmt.Sprintf("under attack: %d goroutines, %d open files", under.Goroutines, under.FDs))
 	lat, probeErrs := probe(s.URL, probeGap)
 	p50, p99, worst := harness.Percentile(lat, 50), harness.Percentile(lat, 99), harness.Percentile(lat, 100)
 	step("probed")
@@ -125,8 +123,9 @@ func TestSlowClients(t *testing.T) {
 		r.hangUp()
 	}
 	step("released")
-	after, settled := settle(t, s, base)
-	step(fmt.Sprintf("settled %v: %d goroutines, %d open files", settled, after.goroutines, after.fds))
+	// Captures of the slow readers' partial replies run after they leave.
+	after, settled := s.Settle(t, base, slack, 30*time.Second)
+	step(fmt.Sprintf("settled %v: %d goroutines, %d open files", settled, after.Goroutines, after.FDs))
 
 	// The server closes a slowloris connection ReadHeaderTimeout after it
 	// opened; the drip and scheduling add a little.
@@ -149,7 +148,7 @@ func TestSlowClients(t *testing.T) {
 		Item: 9, Name: "Slowloris and slow readers",
 		Figure: fmt.Sprintf("%d slowloris + %d slow readers: /healthz p50 %s, p99 %s, max %s over %d probes (%d failed; p99 %s before the attack); %s; goroutines %d -> %d under attack -> %d after, open files %d -> %d -> %d",
 			loris, readers, harness.Ms(p50), harness.Ms(p99), harness.Ms(worst), probes, len(probeErrs), harness.Ms(harness.Percentile(quiet, 99)), lorisLine,
-			base.goroutines, under.goroutines, after.goroutines, base.fds, under.fds, after.fds),
+			base.Goroutines, under.Goroutines, after.Goroutines, base.FDs, under.FDs, after.FDs),
 		Target: fmt.Sprintf("/healthz p99 < %v under attack; slowloris closed by the server after ReadHeaderTimeout; goroutines and open files back within %d of the baseline", maxProbeP99, slack),
 		Pass:   pass,
 		Details: fmt.Sprintf("The real binary with a fake provider. Slowloris: a POST request line and a Host header, then one more header byte every %v, never the blank line; "+
@@ -182,7 +181,7 @@ func TestSlowClients(t *testing.T) {
 		t.Errorf("slowloris: %d closed by the server, %d of them later than %v after opening", len(lives), lateCloses, readHeaderTimeout+2*time.Second)
 	}
 	if !settled {
-		t.Errorf("after the attack: %d goroutines (baseline %d), %d open files (baseline %d)", after.goroutines, base.goroutines, after.fds, base.fds)
+		t.Errorf("after the attack: %d goroutines (baseline %d), %d open files (baseline %d)", after.Goroutines, base.Goroutines, after.FDs, base.FDs)
 	}
 }
 
@@ -215,56 +214,6 @@ func warm(t *testing.T, s *harness.Server) {
 	}
 	wg.Wait()
 	time.Sleep(500 * time.Millisecond)
-}
-
-type resources struct{ goroutines, fds int }
-
-// sample reads the server's goroutines from /metrics (on a connection of
-// its own, closed after) and its open files from /proc.
-func sample(t *testing.T, s *harness.Server) resources {
-	t.Helper()
-	g, err := goroutines(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.PID()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resources{goroutines: g, fds: len(fds)}
-}
-
-func goroutines(url string) (int, error) {
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get(url + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return int(f), err
-		}
-	}
-	return 0, errors.New("/metrics has no go_goroutines")
-}
-
-// settle polls until goroutines and open files are back within slack of
-// base, or 30 s pass (captures of the slow readers' partial replies run
-// after they leave).
-func settle(t *testing.T, s *harness.Server, base resources) (resources, bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		now := sample(t, s)
-		ok := now.goroutines <= base.goroutines+slack && now.fds <= base.fds+slack
-		if ok || time.Now().After(deadline) {
-			return now, ok
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 // quietDown waits (at most max) until the server has used less than 5% of

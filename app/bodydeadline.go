@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/proxy"
+)
+
+// bodyFloorRate is the slowest average rate, in bytes per second, at which
+// a body keeps its connection beyond PERPETUITY_BODY_TIMEOUT: each 64 KiB
+// received buys a second more. An upload at any real network's speed
+// never meets it; a trickle gets nothing from it.
+const bodyFloorRate = 64 << 10
+
+// bodyDeadline gives every request body a read deadline on its connection:
+// timeout from the end of the headers, plus a second for every
+// bodyFloorRate bytes received, and never more than timeout plus what
+// maxBytes takes at that rate. The deadline is cleared once the body has
+// been read to its end (net/http clears it too when it starts watching the
+// connection for a hang-up), so nothing after the body is limited:
+// streamed replies, providers that take their time. http.Server's
+// ReadTimeout would be one fixed time for every body, whatever its size:
+// either short enough to stop a trickle quickly or long enough for a big
+// import over a slow link, not both.
+//
+// A body never read to its end keeps the deadline, so net/http's discard
+// of an unread body after the handler (which otherwise waits for as many
+// bytes as the client declared, forever) ends at the deadline and the
+// connection is closed.
+type bodyDeadline struct {
+	next     http.Handler
+	timeout  time.Duration
+	maxBytes int64
+}
+
+func (b bodyDeadline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		// No body: the connection is only read again for the next request
+		// or to notice a hang-up, neither of which has a deadline here.
+		b.next.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	rc := http.NewResponseController(w)
+	first := start.Add(b.timeout)
+	if err := rc.SetReadDeadline(first); err != nil {
+		// A connection without deadlines (not net/http's own): nothing to
+		// bound it with here.
+		b.next.ServeHTTP(w, r)
+		return
+	}
+	st := &bodyState{}
+	r = r.WithContext(context.WithValue(r.Context(), bodyStateKey{}, st))
+	r.Body = &deadlineBody{
+		ReadCloser: r.Body, rc: rc, st: st, start: start, deadline: first, timeout: b.timeout,
+		last: start.Add(b.timeout + time.Duration(float64(b.maxBytes)/bodyFloorRate*float64(time.Second))),
+	}
+	b.next.ServeHTTP(w, r)
+}
+
+// bodyState is what the error mapping learns of a request's body.
+type bodyState struct{ timedOut atomic.Bool }
+
+type bodyStateKey struct{}
+
+// bodyTimedOut reports whether the request's body missed its deadline.
+func bodyTimedOut(ctx context.Context) bool {
+	st, _ := ctx.Value(bodyStateKey{}).(*bodyState)
+	return st != nil && st.timedOut.Load()
+}
+
+// deadlineBody moves the connection's read deadline as the body arrives
+// and clears it at the body's end.
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	st       *bodyState
+	start    time.Time
+	deadline time.Time     // as last set
+	last     time.Time     // the latest it may move to
+	timeout  time.Duration // PERPETUITY_BODY_TIMEOUT
+	read     int64
+	ended    bool
+}
+
+// extendStep keeps the deadline from being reset on every small read.
+const extendStep = 250 * time.Millisecond
+
+func (d *deadlineBody) Read(p []byte) (int, error) {
+	n, err := d.ReadCloser.Read(p)
+	d.read += int64(n)
+	switch {
+	case err == io.EOF:
+		if !d.ended {
+			d.ended = true
+			_ = d.rc.SetReadDeadline(time.Time{})
+		}
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		d.st.timedOut.Store(true)
+		return n, errBodyTimeout{timeout: d.timeout}
+	case n > 0:
+		next := d.start.Add(d.timeout + time.Duration(float64(d.read)/bodyFloorRate*float64(time.Second)))
+		if next.After(d.last) {
+			next = d.last
+		}
+		if next.Sub(d.deadline) >= extendStep {
+			d.deadline = next
+			_ = d.rc.SetReadDeadline(next)
+		}
+	}
+	return n, err
+}
+
+// errBodyTimeout is what a handler reading a body past its deadline gets.
+// It carries no addresses (a handler may quote it to the client).
+type errBodyTimeout struct{ timeout time.Duration }
+
+func (e errBodyTimeout) Error() string {
+	return fmt.Sprintf("request body too slow: not received within %v (plus 1 s per 64 KiB received)", e.timeout)
+}
+func (e errBodyTimeout) Unwrap() error { return os.ErrDeadlineExceeded }
+func (e errBodyTimeout) Timeout() bool { return true }
+
+// bodyTimeoutStatus turns whatever error a handler made of a body that
+// missed its deadline into a 408 (in the proxy's dialect on its routes),
+// so that metrics, the log and the client all see the same status.
+// net/http closes the connection after it, the body being unread.
+func bodyTimeoutStatus(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if err == nil || c.Response().Committed || !bodyTimedOut(c.Request().Context()) {
+			return err
+		}
+		c.Response().Header().Set("Connection", "close")
+		const msg = "request body not received in time"
+		if proxy.DialectOf(c) != 0 {
+			return &proxy.APIError{Status: http.StatusRequestTimeout, Kind: proxy.InvalidRequest, Message: msg}
+		}
+		return echo.NewHTTPError(http.StatusRequestTimeout, msg)
+	}
+}
