@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/importer"
+	"github.com/perpetuity/perpetuity/proxy"
 )
 
 const importUsage = "import --tenant ID [--user NAME] [--format jsonl|chatgpt] [--json] FILE   (FILE in the JSONL format of the README, or ChatGPT's conversations.json; - reads stdin)"
@@ -72,7 +74,7 @@ func runImport(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	bar := newImportProgress(e.stderr)
-	res, err := importer.New(db, eng).Import(ctx, who, r, bar.update)
+	res, err := importer.New(db, eng, importer.CaptureTimeout(cfg.CaptureTimeout)).Import(ctx, who, r, bar.update)
 	bar.done()
 	if err != nil {
 		return fmt.Errorf("%s: %w (imported before it: %d conversations, %d turns; importing the file again skips what is stored)",
@@ -131,9 +133,16 @@ func fromChatGPT(e env, open func() (io.Reader, error)) (func() (io.Reader, erro
 }
 
 // mountImport serves the import endpoint beside the proxy routes: the key
-// in the path like the proxy URL, or in X-Perpetuity-Key.
-func mountImport(ec *echo.Echo, im *importer.Importer, resolve func(c echo.Context) (memory.Who, error), maxBytes int64) {
-	h := im.Handler(resolve, maxBytes)
+// in the path like the proxy URL, or in X-Perpetuity-Key, admitted under
+// the key's limits like a proxied call.
+func mountImport(ec *echo.Echo, im *importer.Importer, px *proxy.Proxy, maxBytes int64, log *slog.Logger) {
+	h := im.Handler(func(c echo.Context) (memory.Who, importer.Budget, error) {
+		who, budget, err := px.IdentifyImport(c)
+		if err != nil {
+			return who, nil, err
+		}
+		return who, budget, nil
+	}, maxBytes, log)
 	ec.POST("/k/:key/perpetuity/import", h)
 	ec.POST("/perpetuity/import", h)
 }

@@ -74,7 +74,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	ec.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	ec.GET("/metrics", met.handler())
 	px.Register(ec)
-	mountImport(ec, importer.New(db, eng), px.Identify, cfg.MaxBodyBytes)
+	mountImport(ec, importer.New(db, eng, importer.CaptureTimeout(cfg.CaptureTimeout)), px, cfg.MaxBodyBytes, log)
 	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	ec.GET("/readyz", readyz(db, eng))
 	go func() {

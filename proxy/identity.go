@@ -152,22 +152,6 @@ func firstLine(s string, max int) string {
 	return s
 }
 
-// Identify resolves who is asking on Perpetuity's own endpoints (import):
-// the key, then X-Perpetuity-User. Failures come back as echo HTTP errors,
-// since these routes answer in no provider's dialect.
-func (p *Proxy) Identify(c echo.Context) (memory.Who, error) {
-	ctx := c.Request().Context()
-	who, k, err := p.resolveIdentity(ctx, c)
-	if err == nil {
-		who, err = p.chooseUser(ctx, c, who, k, "")
-	}
-	var ae *APIError
-	if errors.As(err, &ae) {
-		return who, echo.NewHTTPError(ae.Status, ae.Message)
-	}
-	return who, err
-}
-
 // touchInterval is how often a key's "last used" time is written.
 const touchInterval = time.Minute
 

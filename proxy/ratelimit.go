@@ -23,8 +23,8 @@ package proxy
 //     parsed, stored or forwarded: status 429, Retry-After in whole
 //     seconds (at least 1), the caller's dialect's rate-limit error and the
 //     dialect's rate-limit headers for the limits that are set. Every
-//     request on a key counts, pass-through routes (/v1/models, ...)
-//     included; Perpetuity's own import route does not.
+//     request on a key counts, pass-through routes (/v1/models, ...) and
+//     Perpetuity's own import route included (importlimits.go).
 //   - When the limits cannot be read, the last ones read are kept (the
 //     defaults if none were): limiting protects budgets, it is not an
 //     access control, and a database outage has its own answer downstream.
@@ -234,28 +234,13 @@ func (lm *limiter) admit(ctx context.Context, k store.KeyIdentity) verdict {
 	now := lm.now()
 	lm.mu.Lock()
 	defer lm.mu.Unlock()
-	ks := lm.keys[k.KeyID]
-	if ks == nil {
-		lm.sweepLocked(now)
-		ks = &keyState{}
-		lm.keys[k.KeyID] = ks
-	}
-	ks.req.configure(now, l.RequestsPerMinute)
-	ks.tok.configure(now, l.TokensPerMinute)
-	ks.rollDay(now)
+	ks := lm.stateLocked(now, k.KeyID, l)
 
 	var v verdict
 	// The longest wait is the Retry-After; the limit named is the first
 	// refusing one in this order, which is also the order of their waits'
 	// usual length.
-	if l.TokensPerDay > 0 && ks.dayUsed >= l.TokensPerDay {
-		midnight := time.Unix((ks.day+1)*86400, 0)
-		v.refused = &refusal{what: "tokens per day (TPD)", kind: "tokens", limit: l.TokensPerDay, retry: midnight.Sub(now)}
-	}
-	if w := ks.tok.wait(now, 1); w > 0 {
-		r := &refusal{what: "tokens per minute (TPM)", kind: "tokens", limit: int64(l.TokensPerMinute), retry: w}
-		v.refused = longer(v.refused, r)
-	}
+	v.refused = tokenRefusal(now, ks, l)
 	if w := ks.req.wait(now, 1); w > 0 {
 		r := &refusal{what: "requests per minute (RPM)", kind: "requests", limit: int64(l.RequestsPerMinute), retry: w}
 		v.refused = longer(v.refused, r)
@@ -270,6 +255,35 @@ func (lm *limiter) admit(ctx context.Context, k store.KeyIdentity) verdict {
 		v.tokens = &quota{limit: int64(l.TokensPerMinute), remaining: int64(math.Max(0, math.Floor(ks.tok.level)))}
 	}
 	return v
+}
+
+// stateLocked is the key's counters under the tenant's current limits,
+// made on first sight.
+func (lm *limiter) stateLocked(now time.Time, keyID int64, l store.Limits) *keyState {
+	ks := lm.keys[keyID]
+	if ks == nil {
+		lm.sweepLocked(now)
+		ks = &keyState{}
+		lm.keys[keyID] = ks
+	}
+	ks.req.configure(now, l.RequestsPerMinute)
+	ks.tok.configure(now, l.TokensPerMinute)
+	ks.rollDay(now)
+	return ks
+}
+
+// tokenRefusal is why the key may spend no tokens now (its day's budget
+// used up, its minute bucket empty or in debt), or nil.
+func tokenRefusal(now time.Time, ks *keyState, l store.Limits) *refusal {
+	var r *refusal
+	if l.TokensPerDay > 0 && ks.dayUsed >= l.TokensPerDay {
+		midnight := time.Unix((ks.day+1)*86400, 0)
+		r = &refusal{what: "tokens per day (TPD)", kind: "tokens", limit: l.TokensPerDay, retry: midnight.Sub(now)}
+	}
+	if w := ks.tok.wait(now, 1); w > 0 {
+		r = longer(r, &refusal{what: "tokens per minute (TPM)", kind: "tokens", limit: int64(l.TokensPerMinute), retry: w})
+	}
+	return r
 }
 
 // longer keeps the first refusal's name and the longer wait of the two.

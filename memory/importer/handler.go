@@ -2,19 +2,22 @@ package importer
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory"
 )
 
-// errorBody is the JSON of a failed import: the line at fault (0 when the
-// failure is not tied to a line) and what was stored before it.
+// errorBody is the JSON of a failed import: the line at fault, or for an
+// import that stopped early the line to resume from (0 when the failure is
+// not tied to a line), and what was stored before it.
 type errorBody struct {
 	Error struct {
 		Message string `json:"message"`
@@ -29,15 +32,18 @@ type errorBody struct {
 // '[' is ChatGPT's (a JSONL line is an object, never an array). The answer
 // is {"conversations": n, "turns": n, "duplicates": n}, plus "skipped" (the
 // ChatGPT conversations without any text) for ChatGPT's format. resolve
-// authenticates the caller and names the tenant and the default user (its
-// errors are returned as they are, for the service's error handler). The
-// whole body is checked before anything is stored: any bad line is a 400
-// naming the line, and nothing is imported. The import runs detached from
-// the client connection, so a hang-up does not stop it half-way through a
-// conversation.
-func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, error), maxBytes int64) echo.HandlerFunc {
+// authenticates and admits the caller under its key's limits, and names
+// the tenant, the default user and the key's token budget (its errors are
+// returned as they are, for the service's error handler). The whole body
+// is checked before anything is stored: any bad line is a 400 naming the
+// line, and nothing is imported. Lines are stored one after another, each
+// whole: when the budget runs out the import stops before the next line
+// with a 429 and Retry-After; when the client leaves it stops there too.
+// Either way the answer (and, for a client that left, the log) names the
+// line to resume from and what was stored.
+func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, Budget, error), maxBytes int64, log *slog.Logger) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		who, err := resolve(c)
+		who, budget, err := resolve(c)
 		if err != nil {
 			return err
 		}
@@ -68,8 +74,11 @@ func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, error), ma
 		if err := Check(bytes.NewReader(body), who); err != nil {
 			return fail(c, http.StatusBadRequest, err, Result{})
 		}
-		ctx := context.WithoutCancel(c.Request().Context())
-		res, err := im.Import(ctx, who, bytes.NewReader(body), nil)
+		res, err := im.ImportWithin(c.Request().Context(), who, bytes.NewReader(body), budget, nil)
+		var st *Stopped
+		if errors.As(err, &st) {
+			return stopped(c, log, who, st, res)
+		}
 		if err != nil {
 			status := http.StatusInternalServerError
 			var le *LineError
@@ -104,12 +113,34 @@ func sniffFormat(body []byte) string {
 	return FormatJSONL
 }
 
+// statusClientClosed is what the log records for an import whose client
+// left (nginx's 499: nobody reads the answer).
+const statusClientClosed = 499
+
+// stopped answers an import that ended at a line boundary, and logs it by
+// line: a spent budget is a 429 with Retry-After, a client that left gets
+// an answer nobody reads.
+func stopped(c echo.Context, log *slog.Logger, who memory.Who, st *Stopped, res Result) error {
+	reason, status := "client left", statusClientClosed
+	if st.Limited {
+		reason, status = "rate limited", http.StatusTooManyRequests
+		c.Response().Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(st.RetryAfter.Seconds()))), 10))
+	}
+	log.Info("import stopped", "request_id", c.Get("perpetuity.request_id"), "reason", reason, "tenant", who.TenantID,
+		"line", st.Line, "conversations", res.Conversations, "turns", res.Turns, "duplicates", res.Duplicates, "err", st.Err.Error())
+	return fail(c, status, st, res)
+}
+
 func fail(c echo.Context, status int, err error, res Result) error {
 	var b errorBody
 	b.Error.Message = err.Error()
 	var le *LineError
-	if errors.As(err, &le) {
+	var st *Stopped
+	switch {
+	case errors.As(err, &le):
 		b.Error.Line = le.Line
+	case errors.As(err, &st):
+		b.Error.Line = st.Line
 	}
 	b.Result = res
 	return c.JSON(status, b)

@@ -1,6 +1,7 @@
 package importer_test
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,12 +25,12 @@ func TestHandlerFormats(t *testing.T) {
 	a := f.tenant(t, "acme", "owner")
 	b := f.tenant(t, "elsewhere", "restored")
 	e := echo.New()
-	e.POST("/perpetuity/import", importer.New(f.db, f.eng).Handler(func(c echo.Context) (memory.Who, error) {
+	e.POST("/perpetuity/import", importer.New(f.db, f.eng).Handler(func(c echo.Context) (memory.Who, importer.Budget, error) {
 		if c.Request().Header.Get("X-Tenant") == "b" {
-			return b, nil
+			return b, nil, nil
 		}
-		return a, nil
-	}, 1<<20))
+		return a, nil, nil
+	}, 1<<20, slog.New(slog.DiscardHandler)))
 	post := func(query, tenant, body string) (int, string) {
 		req := httptest.NewRequest(http.MethodPost, "/perpetuity/import"+query, strings.NewReader(body))
 		req.Header.Set("X-Tenant", tenant)

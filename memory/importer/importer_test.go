@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -239,13 +240,13 @@ func TestHandler(t *testing.T) {
 	f := newFixture(t)
 	im := importer.New(f.db, f.eng)
 	e := echo.New()
-	resolve := func(c echo.Context) (memory.Who, error) {
+	resolve := func(c echo.Context) (memory.Who, importer.Budget, error) {
 		if c.Request().Header.Get("X-Perpetuity-Key") != "good" {
-			return memory.Who{}, echo.NewHTTPError(http.StatusUnauthorized, "bad key")
+			return memory.Who{}, nil, echo.NewHTTPError(http.StatusUnauthorized, "bad key")
 		}
-		return f.who(), nil
+		return f.who(), nil, nil
 	}
-	e.POST("/perpetuity/import", im.Handler(resolve, 4096))
+	e.POST("/perpetuity/import", im.Handler(resolve, 4096, slog.New(slog.DiscardHandler)))
 	badLine2 := strings.SplitAfter(twoConversations, "\n")[0] + `{"conversation": "x", "turns": [{"role": "bot", "text": "a", "at": "2023-05-08T13:56:00Z"}]}`
 
 	cases := []struct {
