@@ -116,7 +116,7 @@ func AccountsPage(p Page, a Accounts) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if a.InviteURL != "" {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<div class=\"once\" data-testid=\"invite-box\"><p><strong>Send this link to the person you invited.</strong> It is shown only this once and works for seven days.</p><div class=\"copyline\"><code id=\"invite-url\" data-testid=\"invite-url\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<div class=\"once\" data-testid=\"invite-box\"><p><strong>Send this link to the person you invited.</strong> It is shown only this once and works for seven days. An address has one account, in one team: if this one has an account already, the link will not make another.</p><div class=\"copyline\"><code id=\"invite-url\" data-testid=\"invite-url\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -25,7 +27,62 @@ VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))`
 	setRoleSQL      = `UPDATE console_accounts SET role = $3 WHERE tenant_id = $1 AND id = $2`
 	disableSQL      = `UPDATE console_accounts SET disabled_at = now() WHERE tenant_id = $1 AND id = $2 AND disabled_at IS NULL`
 	enableSQL       = `UPDATE console_accounts SET disabled_at = NULL WHERE tenant_id = $1 AND id = $2 AND disabled_at IS NOT NULL`
+	// Whether the team holds an account with the address: what the
+	// accounts page lists anyway. Other teams' accounts are not visible here.
+	teamEmailSQL  = `SELECT EXISTS (SELECT 1 FROM console_accounts WHERE tenant_id = $1 AND lower(email) = $2)`
+	inviteLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('perpetuity console_invites', $1))`
+	// For each window: the team's invitations made in it, and when the
+	// limit-th newest leaves it (when one more may be made).
+	inviteCountSQL = `SELECT w.n, coalesce(w.retry, 0)::float8
+FROM unnest($2::float8[], $3::int[]) WITH ORDINALITY AS r(secs, lim, i)
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n,
+        (SELECT extract(epoch FROM f.created_at + make_interval(secs => r.secs) - now())
+         FROM console_invites f WHERE f.tenant_id = $1 AND f.created_at > now() - make_interval(secs => r.secs)
+         ORDER BY f.created_at DESC OFFSET r.lim - 1 LIMIT 1) AS retry
+    FROM console_invites t WHERE t.tenant_id = $1 AND t.created_at > now() - make_interval(secs => r.secs)
+) w
+ORDER BY r.i`
 )
+
+// inviteLimited says, when the team has made as many invitations as it may
+// for now, why and for how long; the same for every address.
+func (c *Console) inviteLimited(ctx context.Context, tx pgx.Tx, tenantID int64) (string, time.Duration, error) {
+	windows := []struct {
+		span  time.Duration
+		limit int
+		name  string
+	}{{time.Hour, c.cfg.InvitesPerHour, "hour"}, {24 * time.Hour, c.cfg.InvitesPerDay, "24 hours"}}
+	secs, limits := make([]float64, len(windows)), make([]int32, len(windows))
+	for i, w := range windows {
+		secs[i], limits[i] = w.span.Seconds(), int32(w.limit)
+	}
+	rows, err := tx.Query(ctx, inviteCountSQL, tenantID, secs, limits)
+	if err != nil {
+		return "", 0, fmt.Errorf("count invitations: %w", err)
+	}
+	type count struct {
+		N     int
+		Retry float64
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[count])
+	if err != nil {
+		return "", 0, fmt.Errorf("count invitations: %w", err)
+	}
+	msg, wait := "", time.Duration(0)
+	for i, n := range counts {
+		d := time.Duration(math.Max(n.Retry, 1) * float64(time.Second))
+		if n.N >= windows[i].limit && d > wait {
+			// Whole minutes, rounded up: the page then reads the same for
+			// every refused address however the seconds tick.
+			mins := int(math.Ceil(d.Minutes()))
+			msg = fmt.Sprintf("This team has made %d invitations in the last %s, as many as it may; try again in %s.",
+				windows[i].limit, windows[i].name, plural(mins, "minute"))
+			wait = d
+		}
+	}
+	return msg, wait, nil
+}
 
 type accountRow struct {
 	ID         int64
@@ -89,7 +146,14 @@ func validTenantRole(r string) bool {
 	return r == templates.RoleTenantAdmin || r == templates.RoleTenantMember
 }
 
-// invite creates an invitation and shows its link once.
+// invite creates an invitation and shows its link once. Its answer is the
+// same whether or not the address has an account in another team or is
+// the platform admin's (and the work done the same), so a tenant admin
+// cannot use it to learn who has an account; an address has one account,
+// in one team, so such an invitation simply cannot be accepted (see
+// acceptInvite). Only addresses of the admin's own team, which the same
+// page lists, are refused. Invitations are limited per team, and one
+// refused leaves no row.
 func (c *Console) invite(ec echo.Context, s *session) error {
 	ctx := ec.Request().Context()
 	email := normEmail(ec.FormValue("email"))
@@ -98,40 +162,53 @@ func (c *Console) invite(ec echo.Context, s *session) error {
 	if problem == "" && !validTenantRole(role) {
 		problem = "Choose a role."
 	}
+	status := http.StatusBadRequest
+	var token string
+	var retry time.Duration
 	if problem == "" {
-		var taken bool
-		if err := c.db.Pool.QueryRow(ctx, emailTakenSQL, email).Scan(&taken); err != nil {
+		var err error
+		if token, err = newToken(); err != nil {
 			return c.internal(ec, err)
 		}
-		if taken {
-			problem = "That address has an account already."
-		}
-	}
-	if problem != "" {
-		v, err := c.accountsView(ctx, s)
+		hash, _ := hashToken(token)
+		err = c.db.InTenant(ctx, s.TenantID, func(tx pgx.Tx) error {
+			// A team's invitations are counted and made one at a time, so
+			// the limit holds however many arrive at once.
+			if _, err := tx.Exec(ctx, inviteLockSQL, s.TenantID); err != nil {
+				return err
+			}
+			var member bool
+			if err := tx.QueryRow(ctx, teamEmailSQL, s.TenantID, email).Scan(&member); err != nil {
+				return err
+			}
+			if member {
+				problem = "That address has an account in this team already."
+				return nil
+			}
+			msg, wait, err := c.inviteLimited(ctx, tx, s.TenantID)
+			if err != nil || msg != "" {
+				problem, status, retry = msg, http.StatusTooManyRequests, wait
+				return err
+			}
+			if _, err := tx.Exec(ctx, insertInviteSQL, s.TenantID, email, role, hash, s.AccountID, c.cfg.InviteTTL.Seconds()); err != nil {
+				return err
+			}
+			return writeAudit(ctx, tx, actor(ec, s, "account.invite", email, map[string]any{"role": role}))
+		})
 		if err != nil {
 			return c.internal(ec, err)
 		}
-		v.Error = problem
-		return c.render(ec, http.StatusBadRequest, templates.AccountsPage(c.page(ec, s, "Accounts", "accounts"), v))
-	}
-	token, err := newToken()
-	if err != nil {
-		return c.internal(ec, err)
-	}
-	hash, _ := hashToken(token)
-	err = c.db.InTenant(ctx, s.TenantID, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, insertInviteSQL, s.TenantID, email, role, hash, s.AccountID, c.cfg.InviteTTL.Seconds()); err != nil {
-			return err
-		}
-		return writeAudit(ctx, tx, actor(ec, s, "account.invite", email, map[string]any{"role": role}))
-	})
-	if err != nil {
-		return c.internal(ec, err)
 	}
 	v, err := c.accountsView(ctx, s)
 	if err != nil {
 		return c.internal(ec, err)
+	}
+	if problem != "" {
+		if status == http.StatusTooManyRequests {
+			ec.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		}
+		v.Error = problem
+		return c.render(ec, status, templates.AccountsPage(c.page(ec, s, "Accounts", "accounts"), v))
 	}
 	v.InviteURL = c.cfg.PublicURL + "/invite/" + token
 	return c.render(ec, http.StatusCreated, templates.AccountsPage(c.page(ec, s, "Accounts", "accounts"), v))

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/mail"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/alexedwards/argon2id"
@@ -80,7 +80,6 @@ const (
 	emailTakenSQL        = `SELECT console_email_taken($1)`
 	insertAccountSQL     = `INSERT INTO console_accounts (tenant_id, email, password_hash, role) VALUES ($1, $2, $3, $4) RETURNING id`
 	deleteTenantSQL      = `DELETE FROM tenants WHERE id = $1`
-	accountByEmailSQL    = `SELECT id, tenant_id, password_hash, role, disabled FROM console_account_by_email($1)`
 	signedInSQL          = `SELECT console_account_signed_in($1)`
 	createPlatformAdmSQL = `SELECT console_create_platform_admin($1, $2)`
 )
@@ -109,15 +108,11 @@ func (c *Console) signUp(ec echo.Context) error {
 		return again(http.StatusBadRequest, msg)
 	}
 	addr := clientAddress(ec)
-	scope := "signup:" + addr
-	if lim, retry, err := c.limited(ctx, scope, c.cfg.SignUpPerAddress, c.cfg.SignUpWindow); err != nil {
+	if no, err := c.admit(ctx, []rule{{scope: "signup:" + addr, limit: c.cfg.SignUpPerAddress, window: c.cfg.SignUpWindow}}); err != nil {
 		return c.internal(ec, err)
-	} else if lim {
-		ec.Response().Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())))
+	} else if no != nil {
+		ec.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(no.retry.Seconds()))))
 		return again(http.StatusTooManyRequests, "Too many sign-ups from your address; try again later.")
-	}
-	if err := c.hit(ctx, scope); err != nil {
-		return c.internal(ec, err)
 	}
 	var taken bool
 	if err := c.db.Pool.QueryRow(ctx, emailTakenSQL, email).Scan(&taken); err != nil {
@@ -162,6 +157,9 @@ func (c *Console) signUp(ec echo.Context) error {
 	if err := c.startSession(ctx, ec, accountID, nt.TenantID); err != nil {
 		return c.internal(ec, err)
 	}
+	if err := c.rememberDevice(ec, accountID, hash); err != nil {
+		return c.internal(ec, err)
+	}
 	s := &session{AccountID: accountID, Email: email, Role: templates.RoleTenantAdmin, HomeTenant: nt.TenantID, TenantID: nt.TenantID, TenantName: team}
 	conn := c.connectFor(nt.Key, "first key", nt.UserName)
 	return c.render(ec, http.StatusCreated, templates.ConnectPage(c.page(ec, s, "Welcome", "connect"), conn, true))
@@ -178,89 +176,6 @@ func (c *Console) connectFor(key, name, user string) templates.Connect {
 		v.KeyPrefix = store.ShortPrefix(key)
 	}
 	return v
-}
-
-func (c *Console) signInForm(ec echo.Context) error {
-	if sessionOf(ec) != nil {
-		return ec.Redirect(http.StatusSeeOther, "/console")
-	}
-	return c.render(ec, http.StatusOK, templates.SignIn(templates.AuthForm{CSRF: csrfOf(ec)}))
-}
-
-// signIn checks the password under two throttles (the account, the client
-// address), counts failures, and on success issues a fresh session.
-func (c *Console) signIn(ec echo.Context) error {
-	ctx := ec.Request().Context()
-	email := normEmail(ec.FormValue("email"))
-	pw := ec.FormValue("password")
-	addr := clientAddress(ec)
-	form := templates.AuthForm{CSRF: csrfOf(ec), Email: email}
-	again := func(status int, msg string) error {
-		form.Error = msg
-		return c.render(ec, status, templates.SignIn(form))
-	}
-	acctScope, addrScope := "account:"+email, "address:"+addr
-	for _, t := range []struct {
-		scope string
-		limit int
-	}{{acctScope, c.cfg.SignInPerAccount}, {addrScope, c.cfg.SignInPerAddress}} {
-		lim, retry, err := c.limited(ctx, t.scope, t.limit, c.cfg.SignInWindow)
-		if err != nil {
-			return c.internal(ec, err)
-		}
-		if lim {
-			ec.Response().Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())))
-			return again(http.StatusTooManyRequests, "Too many failed sign-ins; try again in "+retry.Round(time.Second).String()+".")
-		}
-	}
-	var (
-		id, tenantID  int64
-		hash, role    string
-		disabled      bool
-		known, okPass bool
-	)
-	err := c.db.Pool.QueryRow(ctx, accountByEmailSQL, email).Scan(&id, &tenantID, &hash, &role, &disabled)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		hash = c.dummyHash
-	case err != nil:
-		return c.internal(ec, err)
-	default:
-		known = true
-	}
-	if len(pw) <= maxPassword {
-		okPass, err = argon2id.ComparePasswordAndHash(pw, hash)
-		if err != nil {
-			return c.internal(ec, err)
-		}
-	}
-	if !known || !okPass || disabled {
-		if err := c.hit(ctx, acctScope, addrScope); err != nil {
-			return c.internal(ec, err)
-		}
-		if known {
-			action := "signin.failed"
-			if disabled && okPass {
-				action = "signin.disabled"
-			}
-			c.recordOrLog(ctx, auditEntry{TenantID: tenantID, ActorID: id, ActorEmail: email, Action: action, Address: addr})
-		}
-		return again(http.StatusUnauthorized, "Email or password is wrong.")
-	}
-	if err := c.clearThrottle(ctx, acctScope); err != nil {
-		return c.internal(ec, err)
-	}
-	if err := c.startSession(ctx, ec, id, tenantID); err != nil {
-		return c.internal(ec, err)
-	}
-	if _, err := c.db.Pool.Exec(ctx, signedInSQL, id); err != nil {
-		c.log.Warn("record sign-in time", "err", err)
-	}
-	c.recordOrLog(ctx, auditEntry{TenantID: tenantID, ActorID: id, ActorEmail: email, Action: "signin", Address: addr})
-	if tenantID == 0 {
-		return ec.Redirect(http.StatusSeeOther, "/platform/tenants")
-	}
-	return ec.Redirect(http.StatusSeeOther, "/console")
 }
 
 func (c *Console) signOut(ec echo.Context) error {
@@ -315,8 +230,17 @@ func (c *Console) inviteForm(ec echo.Context) error {
 	}))
 }
 
+// joinTakenMsg is what accepting an invitation to an address that has an
+// account says. Whoever holds the link learns this much, no more than one
+// address per invitation, and invitations are limited per team.
+const joinTakenMsg = "This address has an account already, in another team or on the platform, and an address has one account. " +
+	"Sign in with it, or ask for an invitation to another address."
+
 // acceptInvite turns an invitation into an account and signs it in; the
-// invitation is claimed in the same transaction, so a link works once.
+// invitation is claimed in the same transaction, so a link works once. An
+// invitation to an address that has an account cannot be accepted: the
+// account stays where it is, and the invitation stays pending, as one for a
+// new address does until someone accepts it.
 func (c *Console) acceptInvite(ec echo.Context) error {
 	ctx := ec.Request().Context()
 	token := ec.Param("token")
@@ -329,6 +253,14 @@ func (c *Console) acceptInvite(ec echo.Context) error {
 	if msg := checkPassword(pw); msg != "" {
 		form.Error = msg
 		return c.render(ec, http.StatusBadRequest, templates.AcceptInvite(form))
+	}
+	var taken bool
+	if err := c.db.Pool.QueryRow(ctx, emailTakenSQL, inv.Email).Scan(&taken); err != nil {
+		return c.internal(ec, err)
+	}
+	if taken {
+		form.Error = joinTakenMsg
+		return c.render(ec, http.StatusConflict, templates.AcceptInvite(form))
 	}
 	hash, err := argon2id.CreateHash(pw, c.cfg.Argon2)
 	if err != nil {
@@ -351,14 +283,17 @@ func (c *Console) acceptInvite(ec echo.Context) error {
 			Target: inv.Email, Detail: map[string]any{"role": inv.Role}, Address: clientAddress(ec),
 		})
 	})
-	if isUniqueViolation(err) {
-		form.Error = "An account with this email exists already; sign in instead."
+	if isUniqueViolation(err) { // lost a race with another sign-up or invitation
+		form.Error = joinTakenMsg
 		return c.render(ec, http.StatusConflict, templates.AcceptInvite(form))
 	}
 	if err != nil {
 		return c.internal(ec, err)
 	}
 	if err := c.startSession(ctx, ec, id, inv.TenantID); err != nil {
+		return c.internal(ec, err)
+	}
+	if err := c.rememberDevice(ec, id, hash); err != nil {
 		return c.internal(ec, err)
 	}
 	return ec.Redirect(http.StatusSeeOther, "/console")

@@ -14,8 +14,9 @@
 //     deleted on sign-out and when the account is disabled, and the account
 //     row is re-read on every request.
 //   - CSRF: a synchronizer token per session, a double-submit cookie before
-//     sign-in (see csrf.go). Sign-in failures are throttled per account and
-//     per address in the database (throttle.go).
+//     sign-in (see csrf.go). Sign-in failures are throttled in the
+//     database (throttle.go) so that a browser the owner signed in from
+//     before (device.go) cannot be locked out from elsewhere (signin.go).
 //   - Keys and invitation links are shown once, in the response that made
 //     them, never stored in plain text or carried through a redirect.
 //   - Every tenant query runs in store.DB.InTenant and names tenant_id; IDs
@@ -58,13 +59,25 @@ type Config struct {
 	SessionIdle time.Duration // sign out after this long unused; default 8h
 	SessionMax  time.Duration // sign out after this long regardless; default 72h
 
-	SignInWindow     time.Duration // sliding window for failed sign-ins; default 15m
-	SignInPerAccount int           // failures per account per window; default 5
-	SignInPerAddress int           // failures per client address per window; default 20
-	SignUpWindow     time.Duration // default 1h
-	SignUpPerAddress int           // sign-up attempts per address per window; default 10
+	// Sign-in failures are counted in sliding windows of SignInWindow, and
+	// four times each limit holds over 24 hours as well (throttle.go).
+	// A browser with the account's device cookie (device.go) is held back by
+	// its own failures only, SignInPerAccount of them; any other attempt by
+	// the account's failures from its address (SignInPerAccount), by the
+	// address's failures on any account (SignInPerAddress), and by the
+	// account's failures from all such browsers together
+	// (SignInPerAccountAll), which is all an attacker can use up.
+	SignInWindow        time.Duration // default 15m
+	SignInPerAccount    int           // failures per account and address, or per trusted browser; default 5
+	SignInPerAccountAll int           // failures per account from browsers without its device cookie; default 20
+	SignInPerAddress    int           // failures per client address, any account; default 20
+	DeviceTrust         time.Duration // how long a sign-in vouches for its browser; default 90 days
+	SignUpWindow        time.Duration // default 1h
+	SignUpPerAddress    int           // sign-up attempts per address per window; default 10
 
-	InviteTTL time.Duration // how long an invitation link works; default 7 days
+	InviteTTL      time.Duration // how long an invitation link works; default 7 days
+	InvitesPerHour int           // invitations a team may make per hour; default 20
+	InvitesPerDay  int           // and per 24 hours; default 100
 
 	// Argon2 are the password hashing parameters; nil means
 	// argon2id.DefaultParams. Tests pass cheap ones.
@@ -92,9 +105,13 @@ func (cfg *Config) defaults() error {
 	def(&cfg.SignInWindow, 15*time.Minute)
 	def(&cfg.SignUpWindow, time.Hour)
 	def(&cfg.InviteTTL, 7*24*time.Hour)
+	def(&cfg.DeviceTrust, 90*24*time.Hour)
 	defInt(&cfg.SignInPerAccount, 5)
+	defInt(&cfg.SignInPerAccountAll, 20)
 	defInt(&cfg.SignInPerAddress, 20)
 	defInt(&cfg.SignUpPerAddress, 10)
+	defInt(&cfg.InvitesPerHour, 20)
+	defInt(&cfg.InvitesPerDay, 100)
 	if cfg.SignInWindow > maxThrottleWindow || cfg.SignUpWindow > maxThrottleWindow {
 		return fmt.Errorf("console: throttle windows are at most %s", maxThrottleWindow)
 	}
@@ -115,6 +132,7 @@ type Console struct {
 	dummyHash     string // compared against when an email is unknown, so timing says nothing
 	sessionCookie string
 	csrfCookie    string
+	deviceCookie  string
 	arenas        ops.Arenas // the serving engine, for integrity checks (SetArenas)
 }
 
@@ -144,11 +162,11 @@ func New(cfg Config, db *store.DB, mem Memory, log *slog.Logger) (*Console, erro
 	}
 	c := &Console{
 		cfg: cfg, db: db, mem: mem, log: log, authz: az, dummyHash: dummy,
-		sessionCookie: "pp_session", csrfCookie: "pp_csrf",
+		sessionCookie: "pp_session", csrfCookie: "pp_csrf", deviceCookie: "pp_device",
 	}
 	if cfg.SecureCookies {
 		// __Host- cookies are Secure, host-only and path "/" by force.
-		c.sessionCookie, c.csrfCookie = "__Host-pp_session", "__Host-pp_csrf"
+		c.sessionCookie, c.csrfCookie, c.deviceCookie = "__Host-pp_session", "__Host-pp_csrf", "__Host-pp_device"
 	}
 	for _, r := range c.routes() {
 		if !c.authz.hasRule(r.path, r.method) {

@@ -2,55 +2,174 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"net"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
 
-// The throttle counts failures per scope in a sliding window, in the
-// database so every serving process sees the same counts.
+// The throttle counts attempts per scope in sliding windows, in the
+// database so every serving process sees the same counts. An attempt is
+// counted when it is let through, before it is tried, under a lock per
+// scope, so however many arrive at once no more than the limit get
+// through; a successful one may be taken back (refund).
 const (
-	throttleCountSQL = `SELECT count(*), coalesce(extract(epoch FROM min(at) + make_interval(secs => $2) - now()), 0)::float8
-FROM console_throttle WHERE scope = $1 AND at > now() - make_interval(secs => $2)`
-	throttleHitSQL   = `INSERT INTO console_throttle (scope) VALUES ($1)`
-	throttleClearSQL = `DELETE FROM console_throttle WHERE scope = $1`
-	throttleSweepSQL = `DELETE FROM console_throttle WHERE at < now() - interval '1 day'`
+	// Scopes are locked in one order (by their key), so two attempts that
+	// share some scopes cannot deadlock.
+	throttleLockSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM (
+    SELECT DISTINCT hashtextextended('perpetuity throttle ' || s, 0) AS k FROM unnest($1::text[]) s ORDER BY 1) q`
+	// For each rule: how many attempts its scope holds in its window, and
+	// when the limit-th newest leaves it (when one more may be let through).
+	throttleCountSQL = `SELECT w.n, coalesce(w.retry, 0)::float8
+FROM unnest($1::text[], $2::float8[], $3::int[]) WITH ORDINALITY AS r(scope, secs, lim, i)
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS n,
+        (SELECT extract(epoch FROM f.at + make_interval(secs => r.secs) - now())
+         FROM console_throttle f WHERE f.scope = r.scope AND f.at > now() - make_interval(secs => r.secs)
+         ORDER BY f.at DESC OFFSET greatest(r.lim - 1, 0) LIMIT 1) AS retry
+    FROM console_throttle t WHERE t.scope = r.scope AND t.at > now() - make_interval(secs => r.secs)
+) w
+ORDER BY r.i`
+	throttleHitSQL = `INSERT INTO console_throttle (scope) SELECT unnest($1::text[])`
+	// Takes one attempt back: the newest, which has the same effect on
+	// every count as the caller's own.
+	throttleRefundSQL = `DELETE FROM console_throttle WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM console_throttle WHERE scope = $1 ORDER BY at DESC LIMIT 1 FOR UPDATE SKIP LOCKED))`
+	throttleClearSQL = `DELETE FROM console_throttle WHERE scope = ANY ($1::text[])`
+	// Forgets what no window looks at any more, skipping rows another
+	// sweep holds, so that concurrent sweeps neither wait nor deadlock.
+	throttleSweepSQL = `DELETE FROM console_throttle WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM console_throttle WHERE at < now() - interval '1 day' LIMIT 1000 FOR UPDATE SKIP LOCKED))`
 )
 
 // maxThrottleWindow is what the sweep keeps; windows are capped to it.
 const maxThrottleWindow = 24 * time.Hour
 
-// limited reports whether scope has reached limit in window, and if so
-// how long until the oldest counted failure leaves the window.
-func (c *Console) limited(ctx context.Context, scope string, limit int, window time.Duration) (bool, time.Duration, error) {
-	var n int
-	var retry float64
-	if err := c.db.Pool.QueryRow(ctx, throttleCountSQL, scope, window.Seconds()).Scan(&n, &retry); err != nil {
-		return false, 0, fmt.Errorf("throttle %s: %w", scope, err)
-	}
-	if n < limit {
-		return false, 0, nil
-	}
-	return true, time.Duration(math.Max(retry, 1) * float64(time.Second)), nil
+// rule is one limit: at most limit attempts of scope within window. why is
+// what a refused caller is told, with %s for the wait.
+type rule struct {
+	scope  string
+	limit  int
+	window time.Duration
+	why    string
 }
 
-// hit counts one failure (or attempt) against each scope.
-func (c *Console) hit(ctx context.Context, scopes ...string) error {
-	for _, s := range scopes {
-		if _, err := c.db.Pool.Exec(ctx, throttleHitSQL, s); err != nil {
-			return fmt.Errorf("throttle hit: %w", err)
+// grown is r with its longer tier: the limit dayTier times over a day, so a
+// caller that keeps coming back after each window is held back for longer.
+func grown(r rule) []rule {
+	if r.window >= maxThrottleWindow {
+		return []rule{r}
+	}
+	day := r
+	day.limit, day.window = r.limit*dayTier, maxThrottleWindow
+	return []rule{r, day}
+}
+
+const dayTier = 4
+
+// refusal is the rule that refused an attempt and how long until it would
+// not (the longest wait, when several refuse).
+type refusal struct {
+	rule  rule
+	retry time.Duration
+}
+
+// admit counts one attempt against every rule's scope and reports the
+// rule that refuses it, if any; a refused attempt is not counted.
+func (c *Console) admit(ctx context.Context, rules []rule) (*refusal, error) {
+	scopes, secs, limits := make([]string, len(rules)), make([]float64, len(rules)), make([]int32, len(rules))
+	for i, r := range rules {
+		scopes[i], secs[i], limits[i] = r.scope, r.window.Seconds(), int32(r.limit)
+	}
+	var worst *refusal
+	err := pgx.BeginFunc(ctx, c.db.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, throttleLockSQL, scopes); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, throttleCountSQL, scopes, secs, limits)
+		if err != nil {
+			return err
+		}
+		type count struct {
+			N     int
+			Retry float64
+		}
+		counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[count])
+		if err != nil {
+			return err
+		}
+		for i, n := range counts {
+			if n.N < rules[i].limit {
+				continue
+			}
+			d := time.Duration(math.Max(n.Retry, 1) * float64(time.Second))
+			if worst == nil || d > worst.retry {
+				worst = &refusal{rule: rules[i], retry: d}
+			}
+		}
+		if worst != nil {
+			return nil
+		}
+		_, err = tx.Exec(ctx, throttleHitSQL, distinct(scopes))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("throttle: %w", err)
+	}
+	if worst == nil {
+		if _, err := c.db.Pool.Exec(ctx, throttleSweepSQL); err != nil {
+			return nil, fmt.Errorf("throttle sweep: %w", err)
 		}
 	}
-	_, err := c.db.Pool.Exec(ctx, throttleSweepSQL)
-	return err
+	return worst, nil
 }
 
-func (c *Console) clearThrottle(ctx context.Context, scope string) error {
-	_, err := c.db.Pool.Exec(ctx, throttleClearSQL, scope)
-	return err
+// refund takes one attempt back from each scope.
+func (c *Console) refund(ctx context.Context, scopes ...string) error {
+	if len(scopes) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, s := range distinct(scopes) {
+		b.Queue(throttleRefundSQL, s)
+	}
+	if err := c.db.Pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("throttle refund: %w", err)
+	}
+	return nil
+}
+
+// clearThrottle forgets every attempt of the scopes.
+func (c *Console) clearThrottle(ctx context.Context, scopes ...string) error {
+	if _, err := c.db.Pool.Exec(ctx, throttleClearSQL, scopes); err != nil {
+		return fmt.Errorf("throttle clear: %w", err)
+	}
+	return nil
+}
+
+func distinct(xs []string) []string {
+	seen := make(map[string]bool, len(xs))
+	out := xs[:0:0]
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// emailScope names an address in a throttle scope by digest: the global
+// throttle table then holds no one's address, and a long or odd "address"
+// typed into the sign-in form makes a scope of fixed size.
+func emailScope(kind, email string) string {
+	h := sha256.Sum256([]byte("perpetuity throttle\x00" + email))
+	return kind + ":" + hex.EncodeToString(h[:16])
 }
 
 // clientAddress is the address rate limits count against. Forwarded
