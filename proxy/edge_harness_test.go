@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,6 +43,7 @@ func newRecorder(t *testing.T, answer http.HandlerFunc) *recorder {
 		rc.hits = append(rc.hits, hit{Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Query: r.URL.RawQuery,
 			Header: r.Header.Clone(), Body: b})
 		rc.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
 		rc.answer(w, r)
 	}))
 	t.Cleanup(s.Close)

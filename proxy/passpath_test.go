@@ -30,6 +30,10 @@ func TestPassthroughPaths(t *testing.T) {
 		{"batch results", "GET", "/v1/messages/batches/msgbatch_01/results", true, 200, "/v1/messages/batches/msgbatch_01/results", ""},
 		{"stored chat completions", "GET", "/v1/chat/completions?limit=1", false, 200, "/v1/chat/completions", "limit=1"},
 		{"response input items", "GET", "/v1/responses/resp_1/input_items", false, 200, "/v1/responses/resp_1/input_items", ""},
+		{"openrouter models", "GET", "/v1/models", false, 200, "/api/v1/models", ""},
+		{"openrouter credits", "GET", "/v1/credits", false, 200, "/api/v1/credits", ""},
+		{"openrouter endpoints", "GET", "/v1/models/openai/gpt-4o/endpoints", false, 200, "/api/v1/models/openai/gpt-4o/endpoints", ""},
+		{"openrouter unknown path", "GET", "/v1/files", false, 404, "", ""},
 
 		// Traversal, encoded separators and dot segments.
 		{"encoded traversal", "GET", "/v1/..%2F..%2Fadmin", false, 400, "", ""},
@@ -66,6 +70,9 @@ func TestPassthroughPaths(t *testing.T) {
 			})
 			srv := newEdgeProxy(t, up.URL)
 			headers := []string{openAIKey, jsonBody}
+			if strings.HasPrefix(c.name, "openrouter") {
+				headers = []string{"Authorization: Bearer sk-or-v1-edge", jsonBody}
+			}
 			if c.anthropic {
 				headers = []string{anthropicKey, anthVersion, jsonBody}
 			}

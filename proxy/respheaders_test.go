@@ -44,19 +44,44 @@ var providerHeaders = map[string]string{
 const scriptMarker = "pwned-by-the-provider"
 
 // hostileProvider answers like the fake provider, with the hostile and
-// the provider's own headers set.
+// the provider's own headers set over the fake's.
 func hostileProvider(t *testing.T) *recorder {
 	fake := fakeprovider.New()
 	return newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
-		for k, v := range hostileHeaders {
-			w.Header().Set(k, v)
-		}
-		for k, v := range providerHeaders {
-			w.Header().Set(k, v)
-		}
-		fake.ServeHTTP(w, r)
+		fake.ServeHTTP(&overrideWriter{ResponseWriter: w, set: func(h http.Header) {
+			for k, v := range hostileHeaders {
+				h.Set(k, v)
+			}
+			for k, v := range providerHeaders {
+				h.Set(k, v)
+			}
+		}}, r)
 	})
 }
+
+// overrideWriter applies set to the headers just before they are written.
+type overrideWriter struct {
+	http.ResponseWriter
+	set  func(http.Header)
+	done bool
+}
+
+func (o *overrideWriter) WriteHeader(code int) {
+	if !o.done {
+		o.done = true
+		o.set(o.Header())
+	}
+	o.ResponseWriter.WriteHeader(code)
+}
+
+func (o *overrideWriter) Write(b []byte) (int, error) {
+	if !o.done {
+		o.WriteHeader(http.StatusOK)
+	}
+	return o.ResponseWriter.Write(b)
+}
+
+func (o *overrideWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // checkSecurityHeaders reports what is wrong with a proxy response's
 // headers: a hostile header that came through, a provider header lost,
@@ -207,4 +232,39 @@ func TestProviderHTMLIsNeverServed(t *testing.T) {
 			t.Fatalf("untyped file content served as %d %v", res.Status, res.Header)
 		}
 	})
+}
+
+// TestServedContentType: how a pass-through reply's body is served, by
+// the type the provider gave it.
+func TestServedContentType(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in, typ, disposition string
+		ok                   bool
+	}{
+		{"application/json", "application/json", "", true},
+		{"application/json; charset=utf-8", "application/json; charset=utf-8", "", true},
+		{"application/problem+json", "application/problem+json", "", true},
+		{"text/event-stream", "text/event-stream", "", true},
+		{"text/plain; charset=utf-8", "text/plain; charset=utf-8", "", true},
+		{"application/x-ndjson", "application/x-ndjson", "", true},
+		{"audio/mpeg", "audio/mpeg", "attachment", true},
+		{"image/png", "image/png", "attachment", true},
+		{"application/octet-stream", "application/octet-stream", "attachment", true},
+		{"", "application/octet-stream", "attachment", true},
+		{"not a type", "application/octet-stream", "attachment", true},
+		{"text/csv", "application/octet-stream", "attachment", true},
+		{"text/html", "", "", false},
+		{"TEXT/HTML; charset=utf-8", "", "", false},
+		{"application/xhtml+xml", "", "", false},
+		{"image/svg+xml", "", "", false},
+		{"text/xml", "", "", false},
+		{"application/javascript", "", "", false},
+		{"text/ecmascript", "", "", false},
+	} {
+		typ, disp, ok := servedContentType(c.in)
+		if typ != c.typ || disp != c.disposition || ok != c.ok {
+			t.Errorf("%q: served as %q %q %v, want %q %q %v", c.in, typ, disp, ok, c.typ, c.disposition, c.ok)
+		}
+	}
 }
