@@ -46,6 +46,9 @@ type provider struct {
 	base    string  // base URL from configuration
 	dialect Dialect // OpenAIChat (OpenAI-compatible) or AnthropicMessages
 	noTools bool    // never offer the memory tools (Upstream.NoTools)
+	// paths are the endpoints pass-through relays to it (passpath.go);
+	// none for declared upstreams, which pass-through never picks.
+	paths []pathShape
 }
 
 // providers is the configured set, built once by New.
@@ -65,9 +68,9 @@ func newProviders(cfg Config) providers {
 		or = DefaultOpenRouterBaseURL
 	}
 	ps := providers{
-		openai:     provider{name: "openai", base: strings.TrimRight(cfg.OpenAIBaseURL, "/"), dialect: OpenAIChat},
-		anthropic:  provider{name: "anthropic", base: strings.TrimRight(cfg.AnthropicBaseURL, "/"), dialect: AnthropicMessages},
-		openrouter: provider{name: "openrouter", base: strings.TrimRight(or, "/"), dialect: OpenAIChat},
+		openai:     provider{name: "openai", base: strings.TrimRight(cfg.OpenAIBaseURL, "/"), dialect: OpenAIChat, paths: openAIPaths()},
+		anthropic:  provider{name: "anthropic", base: strings.TrimRight(cfg.AnthropicBaseURL, "/"), dialect: AnthropicMessages, paths: anthropicPaths()},
+		openrouter: provider{name: "openrouter", base: strings.TrimRight(or, "/"), dialect: OpenAIChat, paths: openRouterPaths()},
 	}
 	for _, u := range cfg.Upstreams {
 		pr := provider{name: u.Name, base: strings.TrimRight(u.BaseURL, "/"), dialect: OpenAIChat, noTools: u.NoTools}

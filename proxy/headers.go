@@ -9,43 +9,29 @@ import (
 // clients know nothing of the header, and the API requires it.
 const anthropicVersion = "2023-06-01"
 
-// isHopHeader reports the headers never copied between client and provider.
-func isHopHeader(k string) bool {
-	switch k {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te",
-		"Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length", "Accept-Encoding", "Content-Encoding":
-		return true
-	}
-	return false
-}
-
-// outboundHeaders copies the caller's headers for the provider: its
-// credential passes through untouched; Perpetuity's own headers stay here.
-func outboundHeaders(src http.Header) http.Header {
-	dst := make(http.Header, len(src))
+// outboundHeaders is the one policy for what a provider gets of the
+// caller's headers, on every route (chat, messages, responses and
+// pass-through): the credential the provider reads, in the header it reads
+// it from, and the few headers of its dialect that SDKs and harnesses send
+// on purpose. Everything else stays here.
+//
+// It is an allowlist, not a list of what to strip, because what must not
+// travel has no closed set of names: cookies (the console's session is on
+// the same origin), Perpetuity's own headers, the other provider's key,
+// credentials for other services in headers of every vendor's naming
+// (api-key, x-goog-api-key, ...), where the client connected from
+// (Forwarded, X-Forwarded-*, X-Real-Ip), and headers some gateways obey as
+// another method or path (X-Http-Method-Override, X-Original-Url), which
+// would undo the pass-through's path and method checks.
+func outboundHeaders(src http.Header, tg target) http.Header {
+	h := make(http.Header, 8)
 	for k, vs := range src {
-		if isHopHeader(k) || strings.HasPrefix(k, "X-Perpetuity-") {
-			continue
+		if allowedOutbound(k, tg.prov) {
+			h[k] = append([]string(nil), vs...)
 		}
-		dst[k] = append([]string(nil), vs...)
 	}
-	return dst
-}
-
-// upstreamHeaders are the caller's headers as the chosen provider expects
-// them: only the credential it reads, in the header it reads it from, and
-// none of the other dialect's headers.
-func upstreamHeaders(src http.Header, tg target) http.Header {
-	h := outboundHeaders(src)
-	h.Del("Authorization")
-	h.Del("X-Api-Key")
 	switch tg.prov.dialect {
 	case AnthropicMessages:
-		for k := range h {
-			if strings.HasPrefix(k, "Openai-") {
-				delete(h, k)
-			}
-		}
 		switch {
 		case !tg.cred.present():
 		case !tg.cred.bearer || tg.cred.kind == keyAnthropic && !isAnthropicOAuth(tg.cred.value):
@@ -59,15 +45,46 @@ func upstreamHeaders(src http.Header, tg target) http.Header {
 			h.Set("Anthropic-Version", anthropicVersion)
 		}
 	default:
-		for k := range h {
-			if strings.HasPrefix(k, "Anthropic-") {
-				delete(h, k)
-			}
-		}
 		if tg.cred.present() {
 			h.Set("Authorization", "Bearer "+tg.cred.value)
 		}
 	}
+	return h
+}
+
+// allowedOutbound reports a caller header (canonical name) the provider
+// may get. The credential headers are not among them: outboundHeaders sets
+// the one credential the provider reads.
+func allowedOutbound(k string, pr provider) bool {
+	switch k {
+	case "Accept", "User-Agent", "Content-Type", "Idempotency-Key":
+		return true
+	}
+	// Stainless builds the official SDKs of both providers; these describe
+	// the SDK (language, version, retry count, timeout).
+	if strings.HasPrefix(k, "X-Stainless-") {
+		return true
+	}
+	if pr.dialect == AnthropicMessages {
+		// anthropic-version, anthropic-beta, ...; X-App names the harness
+		// (Claude Code sends it).
+		return strings.HasPrefix(k, "Anthropic-") || k == "X-App"
+	}
+	switch k {
+	case "X-Client-Request-Id":
+		return true
+	case "Http-Referer", "X-Title":
+		// OpenRouter's documented app attribution.
+		return pr.name == "openrouter"
+	}
+	// openai-organization, openai-project, openai-beta.
+	return strings.HasPrefix(k, "Openai-")
+}
+
+// upstreamHeaders are the headers of a request the pipeline renders:
+// outboundHeaders, with the body's type, which is always JSON.
+func upstreamHeaders(src http.Header, tg target) http.Header {
+	h := outboundHeaders(src, tg)
 	h.Set("Content-Type", "application/json")
 	return h
 }
@@ -75,12 +92,3 @@ func upstreamHeaders(src http.Header, tg target) http.Header {
 // isAnthropicOAuth tells Anthropic's OAuth access tokens, which go in
 // Authorization, from its API keys, which go in x-api-key.
 func isAnthropicOAuth(k string) bool { return strings.HasPrefix(k, "sk-ant-oat") }
-
-func copyResponseHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		if isHopHeader(k) {
-			continue
-		}
-		dst[k] = append([]string(nil), vs...)
-	}
-}

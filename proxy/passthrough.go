@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,52 +42,78 @@ func writeFlush(w io.Writer, rc *http.ResponseController, stall time.Duration, c
 	return true
 }
 
-// passthrough relays every other provider path (/v1/models,
-// /v1/messages/count_tokens, /v1/embeddings, ...) unchanged, so adopting the
-// proxy breaks nothing. The provider is read from the credential alone
-// (these bodies need not name a model): an OpenRouter key goes to
-// OpenRouter, an Anthropic-style caller to Anthropic, anything else to
-// OpenAI. A valid Perpetuity key is still required: the proxy
-// is not an open relay.
+// passthrough relays the provider's other documented endpoints
+// (/v1/models, /v1/messages/count_tokens, /v1/embeddings, ...; passpath.go)
+// so adopting the proxy breaks nothing. The provider is read from the
+// credential alone (these bodies need not name a model): an OpenRouter key
+// goes to OpenRouter, an Anthropic-style caller to Anthropic, anything else
+// to OpenAI. A valid Perpetuity key is still required: the proxy is not an
+// open relay. Headers go by the one outbound policy (headers.go), replies
+// by the response policy (respheaders.go).
 func (p *Proxy) passthrough(c echo.Context) error {
 	req := c.Request()
 	_, key, err := p.resolveIdentity(req.Context(), c)
 	if err != nil {
 		return err
 	}
-	if err := p.admit(c, key); err != nil {
-		return err
-	}
 	if err := perpetuityKeyAsCredential(req.Header); err != nil {
 		return err
 	}
-	rest := c.Param("*")
-	var target string
-	switch {
-	case readCredentials(req.Header).bearer.kind == keyOpenRouter:
-		target = p.providers.openrouter.base + "/" + rest
-	case isAnthropic(req.Header):
-		target = p.providers.anthropic.base + "/v1/" + rest
-	default:
-		target = p.providers.openai.base + "/" + rest
+	tg, err := p.providers.passthroughTarget(req.Header)
+	if err != nil {
+		return err
 	}
-	if req.URL.RawQuery != "" {
-		target += "?" + req.URL.RawQuery
+	// Errors from here on are the provider's dialect: the caller speaks it.
+	c.Set(dialectKey, tg.prov.dialect)
+	segs, err := passthroughSegments(req.URL.EscapedPath())
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(req.URL.RawQuery); err != nil {
+		return err
+	}
+	if allow, err := matchPath(tg.prov.paths, req.Method, segs); err != nil {
+		if allow != nil {
+			c.Response().Header().Set("Allow", strings.Join(allow, ", "))
+		}
+		return err
+	}
+	if err := p.admit(c, key); err != nil {
+		return err
+	}
+	base, err := url.Parse(tg.prov.base)
+	if err != nil {
+		return fmt.Errorf("provider base URL: %w", err)
+	}
+	if tg.prov.dialect == AnthropicMessages {
+		base = base.JoinPath("v1")
 	}
 	body := http.MaxBytesReader(c.Response(), req.Body, p.cfg.MaxBodyBytes)
-	up, err := http.NewRequestWithContext(req.Context(), req.Method, target, body)
+	up, err := http.NewRequestWithContext(req.Context(), req.Method, upstreamURL(base, segs, req.URL.RawQuery).String(), body)
 	if err != nil {
 		return errBadRequest("bad path")
 	}
-	up.Header = outboundHeaders(req.Header)
+	up.Header = outboundHeaders(req.Header, tg)
 	up.ContentLength = req.ContentLength
 	resp, err := p.client.Do(up)
 	if err != nil {
 		return &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider unreachable: " + redactURL(err)}
 	}
 	defer resp.Body.Close()
+	if isRedirect(resp.StatusCode) {
+		return redirected(resp.StatusCode)
+	}
+	ct, disposition, ok := servedContentType(resp.Header.Get("Content-Type"))
+	if !ok {
+		return unservedBody(resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
 	res := c.Response()
-	copyResponseHeaders(res.Header(), resp.Header)
+	h := res.Header()
+	copyResponseHeaders(h, resp.Header)
+	h.Set(echo.HeaderContentType, ct)
+	if disposition != "" {
+		h.Set("Content-Disposition", disposition)
+	}
 	res.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(res)
 	buf := make([]byte, 32<<10)
@@ -93,13 +122,30 @@ func (p *Proxy) passthrough(c echo.Context) error {
 		if n > 0 && !writeFlush(res, rc, p.writeStall(), buf[:n]) {
 			return nil
 		}
-		if err == io.EOF {
-			return nil
-		}
 		if err != nil {
-			return nil
+			return nil // the provider's end, or it broke off: the status is out
 		}
 	}
+}
+
+// passthroughTarget picks the provider of a pass-through request and the
+// credential it gets, refusing one that visibly belongs to another
+// provider, as the chat routes do (detect.go).
+func (ps *providers) passthroughTarget(h http.Header) (target, error) {
+	creds := readCredentials(h)
+	if c := creds.forDialect(OpenAIChat); c.kind == keyOpenRouter {
+		return target{prov: ps.openrouter, cred: c}, nil
+	}
+	pr, foreign := ps.openai, []keyKind{keyAnthropic}
+	if isAnthropic(h) {
+		pr, foreign = ps.anthropic, []keyKind{keyOpenAI, keyOpenAILike}
+	}
+	c := creds.forDialect(pr.dialect)
+	if slices.Contains(foreign, c.kind) {
+		return target{}, errBadRequest("this request goes to %s (by its headers), but carries %s; send a %s credential "+
+			"(the key is not forwarded to a provider it does not belong to)", providerTitle(pr.name), c, providerTitle(pr.name))
+	}
+	return target{prov: pr, cred: c}, nil
 }
 
 // isAnthropic tells an Anthropic-style caller by its headers.

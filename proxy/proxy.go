@@ -112,9 +112,16 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ForceAttemptHTTP2:     true,
 	}
 	return &Proxy{cfg: cfg, providers: newProviders(cfg), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
-		client: &http.Client{Transport: tr}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL),
+		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL),
 		limits: newLimiter(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
 }
+
+// noRedirects keeps the client from following a provider's redirect: the
+// target could be any address, an internal one included, and would get the
+// caller's credential and, on a 307 or 308, the whole request, frame and
+// all. The 3xx itself comes back, and the routes turn it into a 502
+// (redirected).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Register mounts the proxy routes. The key travels in the path (so that
 // changing a harness's base URL is enough) or in X-Perpetuity-Key.
@@ -142,7 +149,9 @@ func (p *Proxy) tagDialect(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(dialectKey, guessDialect(c.Request()))
 		rid := newRequestID()
 		c.Set("perpetuity.request_id", rid)
-		c.Response().Header().Set(HeaderRequestID, rid)
+		h := c.Response().Header()
+		h.Set(HeaderRequestID, rid)
+		setSecurityHeaders(h)
 		return next(c)
 	}
 }

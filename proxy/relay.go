@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,12 +51,22 @@ func (p *Proxy) send(c echo.Context, t *turn, body []byte) (*http.Response, repl
 		}
 		return nil, reply{}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider unreachable: " + redactURL(err)}
 	}
+	if isRedirect(resp.StatusCode) {
+		resp.Body.Close()
+		return nil, reply{}, redirected(resp.StatusCode)
+	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if !c.Response().Committed {
 			// A later round's error comes in band, in the stream's own type.
 			copyResponseHeaders(c.Response().Header(), resp.Header)
+		}
+		if !json.Valid(b) {
+			// Only a JSON error is relayed; a page (a gateway's HTML) is named, never served.
+			ae := unservedBody(resp.StatusCode, resp.Header.Get("Content-Type"))
+			ae.RetryAfter = resp.Header.Get("Retry-After")
+			return nil, reply{}, ae
 		}
 		status := resp.StatusCode
 		if t.up.errorBody != nil {
@@ -81,6 +92,11 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 				return reply{interrupted: true}, nil
 			}
 			return reply{}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider reply cut short"}
+		}
+		if !json.Valid(b) {
+			// The reply is served as JSON, so it must be JSON: a page
+			// (HTML from a gateway or a hostile provider) never reaches the client.
+			return reply{}, unservedBody(resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
 		bodies = append(bodies, b)
 		if t.loop == nil {
@@ -128,9 +144,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 	}
 	res := c.Response()
 	copyResponseHeaders(res.Header(), resp.Header)
-	if t.up.response != nil || merge {
-		res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	}
+	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	res.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	res.WriteHeader(resp.StatusCode)
 	_, _ = res.Write(out)
@@ -156,6 +170,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	res := c.Response()
 	h := res.Header()
 	copyResponseHeaders(h, resp.Header)
+	h.Set(echo.HeaderContentType, resp.Header.Get(echo.HeaderContentType)) // an event stream: forward checked
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	rl := &relayer{p: p, t: t, res: res, acc: newAccumulator(t.up.dialect)}

@@ -10,16 +10,18 @@ import (
 	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
-// Headers the test sends for the fake provider (they pass through the
-// proxy untouched: only X-Perpetuity-* stay behind). They attribute every
-// upstream request to the tenant that caused it and script the reply.
+// Headers the test sends for the fake provider. They attribute every
+// upstream request to the tenant that caused it and script the reply. The
+// proxy passes a provider only the headers of its outbound allowlist
+// (proxy/headers.go); these ride in the X-Stainless- namespace, the SDK
+// metadata every provider gets.
 const (
-	hdrTenant = "X-Iso-Tenant" // the tenant's index
-	hdrReq    = "X-Iso-Req"    // the request's nonce
-	hdrKind   = "X-Iso-Kind"   // the traffic kind
-	hdrReply  = "X-Iso-Reply"  // the text the fake answers with
-	hdrTool   = "X-Iso-Tool"   // a memory tool the fake calls in round one
-	hdrArgs   = "X-Iso-Args"   // its arguments
+	hdrTenant = "X-Stainless-Iso-Tenant" // the tenant's index
+	hdrReq    = "X-Stainless-Iso-Req"    // the request's nonce
+	hdrKind   = "X-Stainless-Iso-Kind"   // the traffic kind
+	hdrReply  = "X-Stainless-Iso-Reply"  // the text the fake answers with
+	hdrTool   = "X-Stainless-Iso-Tool"   // a memory tool the fake calls in round one
+	hdrArgs   = "X-Stainless-Iso-Args"   // its arguments
 )
 
 // ledger counts what was scanned and records every leak and failure.
