@@ -66,7 +66,11 @@ func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, error), ma
 			body, skipped = jsonl.Bytes(), &st.Skipped
 		}
 		if err := Check(bytes.NewReader(body), who); err != nil {
-			return fail(c, http.StatusBadRequest, err, Result{})
+			status := http.StatusBadRequest
+			if errors.Is(err, ErrPinnedUser) {
+				status = http.StatusForbidden
+			}
+			return fail(c, status, err, Result{})
 		}
 		ctx := context.WithoutCancel(c.Request().Context())
 		res, err := im.Import(ctx, who, bytes.NewReader(body), nil)
