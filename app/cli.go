@@ -65,23 +65,28 @@ func runTenant(ctx context.Context, e env, args []string) error {
 		return runTenantLimits(ctx, e, args[1:])
 	}
 	if len(args) == 0 || args[0] != "create" {
-		return UsageError{"usage: perpetuity tenant create [--user NAME] NAME | perpetuity " + limitsSynopsis}
+		return UsageError{"usage: perpetuity " + tenantCreateSynopsis + " | perpetuity " + limitsSynopsis}
 	}
-	fs := newFlags(e, "tenant create", "tenant create [--user NAME] NAME")
+	fs := newFlags(e, "tenant create", tenantCreateSynopsis)
 	user := fs.String("user", "default", "name of the first memory user")
+	scopeFlag := fs.String("scope", "user", "the first key's scope: user (pinned to the first memory user: X-Perpetuity-User may only repeat it) or tenant (may name any memory user)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 || fs.Arg(0) == "" {
-		return UsageError{"usage: perpetuity tenant create [--user NAME] NAME"}
+		return UsageError{"usage: perpetuity " + tenantCreateSynopsis}
+	}
+	scope, err := store.ParseKeyScope(*scopeFlag)
+	if err != nil {
+		return UsageError{"usage: perpetuity " + tenantCreateSynopsis + ": " + err.Error()}
 	}
 	cfg, db, err := openStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	nt, err := db.CreateTenant(ctx, fs.Arg(0), *user)
+	nt, err := db.CreateTenantScoped(ctx, fs.Arg(0), *user, scope)
 	if err != nil {
 		return err
 	}
@@ -89,18 +94,25 @@ func runTenant(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
+const tenantCreateSynopsis = "tenant create [--user NAME] [--scope user|tenant] [--json] NAME"
+
 func printTenant(e env, cfg Config, nt store.NewTenant, asJSON bool) {
 	openai := cfg.PublicURL + "/k/" + nt.Key + "/v1"
 	anthropic := cfg.PublicURL + "/k/" + nt.Key
 	if asJSON {
 		_ = json.NewEncoder(e.stdout).Encode(map[string]any{
-			"tenant_id": nt.TenantID, "user": nt.UserName, "key": nt.Key,
+			"tenant_id": nt.TenantID, "user": nt.UserName, "key": nt.Key, "scope": nt.Scope,
 			"openai_base_url": openai, "anthropic_base_url": anthropic,
 		})
 		return
 	}
 	fmt.Fprintf(e.stdout, "tenant %d created with memory user %q\n", nt.TenantID, nt.UserName)
 	fmt.Fprintf(e.stdout, "API key (shown once, store it now): %s\n", nt.Key)
+	if nt.Scope == store.ScopeTenant {
+		fmt.Fprintf(e.stdout, "Key scope: tenant-wide (X-Perpetuity-User may name any memory user)\n")
+	} else {
+		fmt.Fprintf(e.stdout, "Key scope: pinned to memory user %q (X-Perpetuity-User may only repeat it)\n", nt.UserName)
+	}
 	fmt.Fprintf(e.stdout, "OpenAI-style base URL:    %s\n", openai)
 	fmt.Fprintf(e.stdout, "Anthropic-style base URL: %s\n", anthropic)
 }
@@ -165,7 +177,8 @@ func runDev(ctx context.Context, e env, args []string) error {
 func demoTenant(ctx context.Context, db *store.DB, path string) (store.NewTenant, error) {
 	var nt store.NewTenant
 	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &nt) == nil && nt.Key != "" {
-		if _, err := db.ResolveKey(ctx, nt.Key); err == nil {
+		if k, err := db.ResolveKey(ctx, nt.Key); err == nil {
+			nt.Scope = k.Scope // a demo key saved before keys had scopes is tenant-wide (000009)
 			return nt, nil
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return nt, err

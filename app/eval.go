@@ -199,7 +199,8 @@ func evalLocomoTools(ctx context.Context, e env, samples []locomo.Sample, opt ev
 		return nil, nil, err
 	}
 	defer db.Close()
-	nt, err := db.CreateTenant(ctx, "eval-locomo "+time.Now().UTC().Format(time.RFC3339), "eval")
+	// Tenant-wide: the evaluation speaks as each sample's memory user.
+	nt, err := db.CreateTenantScoped(ctx, "eval-locomo "+time.Now().UTC().Format(time.RFC3339), "eval", store.ScopeTenant)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create scratch tenant: %w", err)
 	}

@@ -13,6 +13,9 @@ type Who struct {
 	UserID         int64
 	UserName       string
 	ConversationID int64
+	// Pinned: the caller's key may act only as UserName (store.ScopeUser),
+	// so input naming another user (an import line) is refused.
+	Pinned bool
 }
 
 // Message is one message to capture.

@@ -84,12 +84,17 @@ func (p *Proxy) resolveIdentity(ctx context.Context, c echo.Context) (memory.Who
 		return memory.Who{}, k, p.memoryUnavailable(c, "key lookup", err)
 	}
 	p.touchKey(k)
-	return memory.Who{TenantID: k.TenantID, UserID: k.UserID, UserName: k.UserName}, k, nil
+	return memory.Who{TenantID: k.TenantID, UserID: k.UserID, UserName: k.UserName, Pinned: k.Pinned()}, k, nil
 }
 
 // chooseUser applies DESIGN §2: X-Perpetuity-User, else the API-standard
-// user field where the tenant turned that on, else the key's user.
+// user field where the tenant turned that on, else the key's user; a key
+// pinned to its user may name no other (scopeAllows).
 func (p *Proxy) chooseUser(ctx context.Context, c echo.Context, who memory.Who, k store.KeyIdentity, hint string) (memory.Who, error) {
+	hint, err := scopeAllows(k, c.Request().Header.Get(HeaderUser), hint)
+	if err != nil {
+		return who, err
+	}
 	name := strings.TrimSpace(c.Request().Header.Get(HeaderUser))
 	if name == "" && k.UserFieldIdentity {
 		name = strings.TrimSpace(hint)

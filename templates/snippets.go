@@ -59,7 +59,7 @@ print(reply.content[0].text)
 export ANTHROPIC_BASE_URL="` + an + `"
 # Agents that speak the OpenAI API (e.g. Codex CLI):
 export OPENAI_BASE_URL="` + oa + `"
-# Optional: whose memory this is, when one key serves several people.
+# Optional, with a tenant-wide key: whose memory this is, when one key serves several people.
 #   header X-Perpetuity-User: alice
 `},
 	}

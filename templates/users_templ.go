@@ -39,7 +39,7 @@ func UsersPage(p Page, rows []UserRow) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h2>Memory users</h2><p class=\"hint\">A memory user is whoever an agent's requests belong to: the key's user, or the <code>X-Perpetuity-User</code> header.</p><table class=\"list\" data-testid=\"users-table\"><thead><tr><th>User</th><th>Items</th><th>Conversations</th><th>Clock (tokens)</th><th>Last activity</th><th></th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h2>Memory users</h2><p class=\"hint\">A memory user is whoever an agent's requests belong to: the key's user, or the <code>X-Perpetuity-User</code> header of a tenant-wide key.</p><table class=\"list\" data-testid=\"users-table\"><thead><tr><th>User</th><th>Items</th><th>Conversations</th><th>Clock (tokens)</th><th>Last activity</th><th></th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

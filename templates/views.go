@@ -52,6 +52,9 @@ type Connect struct {
 	UserName      string
 	OpenAIBase    string
 	AnthropicBase string
+	// TenantWide: the key may name any memory user (X-Perpetuity-User);
+	// otherwise it is pinned to UserName, as new keys are by default.
+	TenantWide bool
 }
 
 // Stat is one figure on the overview.
@@ -99,6 +102,7 @@ type KeyRow struct {
 	Prefix   string
 	User     string
 	UserID   int64
+	Scope    string // "pinned" or "tenant-wide"
 	Created  string
 	LastUsed string
 	Revoked  string // when, or empty while live
@@ -106,10 +110,11 @@ type KeyRow struct {
 
 // Keys is the API keys page.
 type Keys struct {
-	Rows  []KeyRow
-	Users []Option
-	New   *Connect // the key just created, shown once
-	Error string
+	Rows   []KeyRow
+	Users  []Option
+	Scopes []Option // pinned (the default) or tenant-wide, for a new key
+	New    *Connect // the key just created, shown once
+	Error  string
 }
 
 // UserRow is one memory user.

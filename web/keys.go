@@ -17,7 +17,7 @@ import (
 )
 
 const (
-	listKeysSQL = `SELECT k.id, k.name, k.prefix, k.user_id, u.name, k.created_at, k.last_used_at, k.revoked_at
+	listKeysSQL = `SELECT k.id, k.name, k.prefix, k.user_id, u.name, k.scope, k.created_at, k.last_used_at, k.revoked_at
 FROM api_keys k JOIN memory_users u ON u.tenant_id = k.tenant_id AND u.id = k.user_id
 WHERE k.tenant_id = $1 AND ($2::bigint = 0 OR k.user_id = $2) AND ($3::bigint = 0 OR k.id = $3)
 ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC, k.id DESC`
@@ -31,6 +31,7 @@ type keyRow struct {
 	Prefix   string
 	UserID   int64
 	User     string
+	Scope    store.KeyScope
 	Created  time.Time
 	LastUsed *time.Time
 	Revoked  *time.Time
@@ -54,7 +55,7 @@ func (c *Console) listKeys(ctx context.Context, tenantID, userID, keyID int64) (
 	out := make([]templates.KeyRow, len(rows))
 	for i, k := range rows {
 		out[i] = templates.KeyRow{
-			ID: k.ID, Name: k.Name, Prefix: k.Prefix, User: k.User, UserID: k.UserID,
+			ID: k.ID, Name: k.Name, Prefix: k.Prefix, User: k.User, UserID: k.UserID, Scope: k.Scope.Label(),
 			Created: exact(k.Created), LastUsed: agoPtr(k.LastUsed, now),
 		}
 		if k.Revoked != nil {
@@ -111,7 +112,21 @@ func (c *Console) keysView(ctx context.Context, s *session) (templates.Keys, err
 	if err != nil {
 		return templates.Keys{}, err
 	}
-	return templates.Keys{Rows: rows, Users: users}, nil
+	return templates.Keys{Rows: rows, Users: users, Scopes: scopeOptions(store.ScopeUser)}, nil
+}
+
+// scopeOptions are the scopes a new key may have; pinned comes first and
+// is the default, so an admin who does not choose gets the narrow key.
+func scopeOptions(selected store.KeyScope) []templates.Option {
+	out := make([]templates.Option, 0, 2)
+	for _, s := range []store.KeyScope{store.ScopeUser, store.ScopeTenant} {
+		label := "pinned to its memory user"
+		if s == store.ScopeTenant {
+			label = "tenant-wide (may name any memory user)"
+		}
+		out = append(out, templates.Option{Value: string(s), Label: label, Selected: s == selected})
+	}
+	return out
 }
 
 func (c *Console) keys(ec echo.Context, s *session) error {
@@ -132,6 +147,14 @@ func (c *Console) createKey(ec echo.Context, s *session) error {
 	problem := ""
 	if utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) {
 		problem = "Use a key name of up to 100 characters."
+	}
+	// No scope in the form (an older page, a script) is a pinned key.
+	scope := store.ScopeUser
+	if f := ec.FormValue("scope"); f != "" && problem == "" {
+		var err error
+		if scope, err = store.ParseKeyScope(f); err != nil {
+			problem = "Choose the key's scope: pinned to its memory user, or tenant-wide."
+		}
 	}
 	var userID int64
 	var user string
@@ -170,18 +193,19 @@ func (c *Console) createKey(ec echo.Context, s *session) error {
 	if name == "" {
 		name = "key for " + user
 	}
-	keyID, key, err := c.db.CreateKey(ctx, s.TenantID, userID, name)
+	keyID, key, err := c.db.CreateKeyScoped(ctx, s.TenantID, userID, name, scope)
 	if err != nil {
 		return c.internal(ec, err)
 	}
 	c.recordOrLog(ctx, actor(ec, s, "key.create", name, map[string]any{
-		"key_id": keyID, "key_prefix": store.ShortPrefix(key), "user": user,
+		"key_id": keyID, "key_prefix": store.ShortPrefix(key), "user": user, "scope": string(scope),
 	}))
 	v, err := c.keysView(ctx, s)
 	if err != nil {
 		return c.internal(ec, err)
 	}
 	conn := c.connectFor(key, name, user)
+	conn.TenantWide = scope == store.ScopeTenant
 	v.New = &conn
 	return c.render(ec, http.StatusCreated, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
 }

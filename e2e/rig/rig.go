@@ -151,10 +151,12 @@ type Tenant struct {
 	Key      string `json:"key"`
 }
 
-// CreateTenant makes a tenant and its first key.
-func CreateTenant(t testing.TB, env []string, name string) Tenant {
+// CreateTenant makes a tenant and its first key, pinned to the first
+// memory user unless flags say otherwise (e.g. "--scope", "tenant" for a
+// test that names several users with one key).
+func CreateTenant(t testing.TB, env []string, name string, flags ...string) Tenant {
 	t.Helper()
-	out, err := CLI(t, env, "tenant", "create", "--json", name)
+	out, err := CLI(t, env, append(append([]string{"tenant", "create", "--json"}, flags...), name)...)
 	if err != nil {
 		t.Fatalf("tenant create: %v\n%s", err, out)
 	}

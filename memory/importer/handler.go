@@ -72,7 +72,11 @@ func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, Budget, er
 			body, skipped = jsonl.Bytes(), &st.Skipped
 		}
 		if err := Check(bytes.NewReader(body), who); err != nil {
-			return fail(c, http.StatusBadRequest, err, Result{})
+			status := http.StatusBadRequest
+			if errors.Is(err, ErrPinnedUser) {
+				status = http.StatusForbidden
+			}
+			return fail(c, status, err, Result{})
 		}
 		res, err := im.ImportWithin(c.Request().Context(), who, bytes.NewReader(body), budget, nil)
 		var st *Stopped

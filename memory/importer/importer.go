@@ -119,8 +119,16 @@ func needUser(lineNo int, c Conversation, who memory.Who) error {
 	if c.User == "" && who.UserID == 0 && who.UserName == "" {
 		return &LineError{Line: lineNo, Err: errNoUser}
 	}
+	if who.Pinned && c.User != "" && c.User != who.UserName {
+		return &LineError{Line: lineNo, Err: fmt.Errorf("user: %w to memory user %q; leave \"user\" out or repeat it", ErrPinnedUser, who.UserName)}
+	}
 	return nil
 }
+
+// ErrPinnedUser is an import line naming another memory user than the one
+// the caller's key is pinned to (issue 15, item 114). The handler answers
+// it with a 403: the input is well formed, the key may not do it.
+var ErrPinnedUser = errors.New("this Perpetuity key is pinned")
 
 // Import parses and captures the input line by line, without limits. It
 // stops at the first bad line (a *LineError; earlier lines stay imported)

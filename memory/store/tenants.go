@@ -55,6 +55,7 @@ type NewTenant struct {
 	UserName string
 	KeyID    int64
 	Key      string
+	Scope    KeyScope // the first key's
 }
 
 const (
@@ -62,13 +63,21 @@ const (
 	// look across tenants) come from a function that runs as the owner.
 	createTenantSQL = `SELECT create_tenant($1)`
 	insertUserSQL   = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $3) RETURNING id`
-	insertKeySQL    = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING id`
+	insertKeySQL    = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash, scope) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`
 )
 
-// CreateTenant creates a tenant, its first memory user and its first API key,
-// in one transaction.
+// CreateTenant creates a tenant, its first memory user and its first API
+// key, pinned to that user, in one transaction.
 func (db *DB) CreateTenant(ctx context.Context, name, firstUser string) (NewTenant, error) {
-	var out NewTenant
+	return db.CreateTenantScoped(ctx, name, firstUser, ScopeUser)
+}
+
+// CreateTenantScoped is CreateTenant with the first key's scope chosen.
+func (db *DB) CreateTenantScoped(ctx context.Context, name, firstUser string, scope KeyScope) (NewTenant, error) {
+	if err := scope.check(); err != nil {
+		return NewTenant{}, err
+	}
+	out := NewTenant{Scope: scope}
 	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, createTenantSQL, name).Scan(&out.TenantID); err != nil {
 			return fmt.Errorf("insert tenant: %w", err)
@@ -84,7 +93,7 @@ func (db *DB) CreateTenant(ctx context.Context, name, firstUser string) (NewTena
 		if err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, insertKeySQL, out.TenantID, out.UserID, "first key", ShortPrefix(key), hash).Scan(&out.KeyID); err != nil {
+		if err := tx.QueryRow(ctx, insertKeySQL, out.TenantID, out.UserID, "first key", ShortPrefix(key), hash, scope).Scan(&out.KeyID); err != nil {
 			return fmt.Errorf("insert key: %w", err)
 		}
 		out.Key = key
@@ -93,14 +102,23 @@ func (db *DB) CreateTenant(ctx context.Context, name, firstUser string) (NewTena
 	return out, err
 }
 
-// CreateKey issues a new key bound to a memory user of the tenant.
+// CreateKey issues a new key bound to a memory user of the tenant and
+// pinned to it.
 func (db *DB) CreateKey(ctx context.Context, tenantID, userID int64, name string) (keyID int64, key string, err error) {
+	return db.CreateKeyScoped(ctx, tenantID, userID, name, ScopeUser)
+}
+
+// CreateKeyScoped is CreateKey with the scope chosen.
+func (db *DB) CreateKeyScoped(ctx context.Context, tenantID, userID int64, name string, scope KeyScope) (keyID int64, key string, err error) {
+	if err := scope.check(); err != nil {
+		return 0, "", err
+	}
 	key, hash, err := NewKey()
 	if err != nil {
 		return 0, "", err
 	}
 	err = db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, insertKeySQL, tenantID, userID, name, ShortPrefix(key), hash).Scan(&keyID)
+		return tx.QueryRow(ctx, insertKeySQL, tenantID, userID, name, ShortPrefix(key), hash, scope).Scan(&keyID)
 	})
 	if err != nil {
 		return 0, "", fmt.Errorf("create key: %w", err)
@@ -131,15 +149,16 @@ type KeyIdentity struct {
 	UserID            int64
 	UserName          string
 	UserFieldIdentity bool
+	Scope             KeyScope
 }
 
-const resolveKeySQL = `SELECT tenant_id, key_id, user_id, user_name, user_field_identity FROM resolve_api_key($1)`
+const resolveKeySQL = `SELECT tenant_id, key_id, user_id, user_name, user_field_identity, scope FROM resolve_api_key($1)`
 
 // ResolveKey finds the live key with this value. It is the only lookup not
 // scoped by a tenant, because the key is what names the tenant.
 func (db *DB) ResolveKey(ctx context.Context, key string) (KeyIdentity, error) {
 	var k KeyIdentity
-	err := db.Pool.QueryRow(ctx, resolveKeySQL, HashKey(key)).Scan(&k.TenantID, &k.KeyID, &k.UserID, &k.UserName, &k.UserFieldIdentity)
+	err := db.Pool.QueryRow(ctx, resolveKeySQL, HashKey(key)).Scan(&k.TenantID, &k.KeyID, &k.UserID, &k.UserName, &k.UserFieldIdentity, &k.Scope)
 	return k, notFound(err)
 }
 

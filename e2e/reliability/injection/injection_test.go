@@ -76,7 +76,7 @@ func TestStoredPromptInjection(t *testing.T) {
 	t.Cleanup(fs.Close)
 	dbURL := dbtest.New(t)
 	env := []string{"DATABASE_URL=" + dbURL, "PERPETUITY_OPENAI_BASE_URL=" + fs.URL + "/v1", "PERPETUITY_ANTHROPIC_BASE_URL=" + fs.URL}
-	tn := rig.CreateTenant(t, env, "injection")
+	tn := rig.CreateTenant(t, env, "injection", "--scope", "tenant") // every request names mallory
 	proc, err := rig.Serve(t, env)
 	if err != nil {
 		t.Fatal(err)

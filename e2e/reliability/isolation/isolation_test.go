@@ -156,7 +156,7 @@ func (d *driver) setUpTenant(ctx context.Context, owner *pgxpool.Pool, tn *tenan
 		{Role: "assistant", Text: "Noted: the vault code for project Heron is " + tn.canary + ".", At: at.Add(time.Minute).Format(time.RFC3339)},
 	}})
 	h := http.Header{"Content-Type": {"application/x-ndjson"}}
-	status, resp, err := d.send(ctx, http.MethodPost, "/k/"+tn.keys[0].value+"/perpetuity/import", h, body)
+	status, resp, err := d.send(ctx, http.MethodPost, "/k/"+tn.keys[1].value+"/perpetuity/import", h, body) // alice's key is tenant-wide
 	if err != nil || status != http.StatusOK {
 		return fmt.Errorf("seed import: %d %v %.300s", status, err, resp)
 	}

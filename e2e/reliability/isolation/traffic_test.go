@@ -55,10 +55,14 @@ const (
 	greeting       = "Hello! Can you help me with the vault code for project Heron?"
 )
 
-// pickKey chooses one of the tenant's keys, and whether it travels in the
-// path or in X-Perpetuity-Key.
-func pickKey(r *rand.Rand, tn *tenant) (k key, prefix string, h http.Header) {
+// pickKey chooses one of the tenant's keys (a tenant-wide one when the
+// request names memory users), and whether it travels in the path or in
+// X-Perpetuity-Key.
+func pickKey(r *rand.Rand, tn *tenant, names bool) (k key, prefix string, h http.Header) {
 	k = tn.keys[r.IntN(len(tn.keys))]
+	for names && !k.wide {
+		k = tn.keys[r.IntN(len(tn.keys))]
+	}
 	h = http.Header{}
 	if r.IntN(4) == 0 {
 		h.Set("X-Perpetuity-Key", k.value)
@@ -68,7 +72,7 @@ func pickKey(r *rand.Rand, tn *tenant) (k key, prefix string, h http.Header) {
 }
 
 func (d *driver) generate(ctx context.Context, r *rand.Rand, tn *tenant, nonce string, g gen) error {
-	k, prefix, h := pickKey(r, tn)
+	k, prefix, h := pickKey(r, tn, g.user != "")
 	if g.key > 0 {
 		k, prefix, h = tn.keys[g.key-1], "/k/"+tn.keys[g.key-1].value, http.Header{}
 	}
@@ -213,7 +217,7 @@ func importBody(r *rand.Rand, tn *tenant, nonce string) []byte {
 }
 
 func (d *driver) importHTTP(ctx context.Context, r *rand.Rand, tn *tenant, nonce string) error {
-	_, prefix, h := pickKey(r, tn)
+	_, prefix, h := pickKey(r, tn, true) // import lines name users
 	h.Set("Content-Type", "application/x-ndjson")
 	status, resp, err := d.send(ctx, http.MethodPost, prefix+"/perpetuity/import", h, importBody(r, tn, nonce))
 	if err != nil {
@@ -228,7 +232,7 @@ func (d *driver) importHTTP(ctx context.Context, r *rand.Rand, tn *tenant, nonce
 
 // passthrough calls a route the proxy relays unchanged.
 func (d *driver) passthrough(ctx context.Context, r *rand.Rand, tn *tenant, nonce string) (string, error) {
-	_, prefix, h := pickKey(r, tn)
+	_, prefix, h := pickKey(r, tn, false)
 	h.Set(hdrTenant, fmt.Sprint(tn.idx))
 	h.Set(hdrReq, nonce)
 	text := turnText(r, tn, nonce, "")

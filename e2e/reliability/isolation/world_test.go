@@ -23,10 +23,13 @@ import (
 // that forgot the tenant would cross.
 var sharedUsers = []string{"alice", "bob", "carol"}
 
-// key is one Perpetuity key and the memory user it is bound to.
+// key is one Perpetuity key and the memory user it is bound to. The
+// sign-up key is pinned to its user; the keys the test adds are
+// tenant-wide, so traffic may name the tenant's other users through them.
 type key struct {
 	value string
 	user  string
+	wide  bool
 }
 
 // tenant is one signed-up team.
@@ -157,7 +160,7 @@ func (tn *tenant) addKey(ctx context.Context, user string) error {
 	if _, err := tn.con.get(ctx, "/console/keys"); err != nil {
 		return err
 	}
-	p, err := tn.con.post(ctx, "/console/keys", url.Values{"name": {"key for " + user + " " + tn.canary}, "user_id": {"new"}, "new_user": {user}})
+	p, err := tn.con.post(ctx, "/console/keys", url.Values{"name": {"key for " + user + " " + tn.canary}, "user_id": {"new"}, "new_user": {user}, "scope": {"tenant"}})
 	if err != nil {
 		return err
 	}
@@ -165,7 +168,7 @@ func (tn *tenant) addKey(ctx context.Context, user string) error {
 	if p.status != http.StatusCreated || m == nil {
 		return fmt.Errorf("create key for %s: status %d", user, p.status)
 	}
-	tn.keys = append(tn.keys, key{value: m[1], user: user})
+	tn.keys = append(tn.keys, key{value: m[1], user: user, wide: true})
 	return nil
 }
 
