@@ -152,7 +152,6 @@ var vectorHeaderKeys = [...]string{"lexicon", "dims", "words", "zipf", "sif", "s
 // ParseVectors reads a vector file, verifying its body checksum and every
 // field. Errors say which part is wrong.
 func ParseVectors(r io.Reader) (*VectorFile, error) {
-	// Read at most what the largest header and body the bounds allow.
 	raw, err := io.ReadAll(io.LimitReader(r, maxVectorFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("vectors: %w", err)
@@ -209,7 +208,6 @@ func parseVectorBytes(raw []byte) (*VectorFile, error) {
 	if f.SIF, err = strconv.ParseFloat(vals["sif"], 64); err != nil || strconv.FormatFloat(f.SIF, 'g', -1, 64) != vals["sif"] {
 		return nil, fmt.Errorf("vectors header: sif %q is not a number in canonical form", vals["sif"])
 	}
-
 	if f.Source, ok = strings.CutPrefix(vals["source"], "sha256:"); !ok {
 		return nil, fmt.Errorf("vectors header: source %q is not sha256:HEX", vals["source"])
 	}
