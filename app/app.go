@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -140,15 +141,18 @@ type flagOutput struct{ stderr, stdout io.Writer }
 
 func (o flagOutput) Write(p []byte) (int, error) { return o.stderr.Write(p) }
 
-// parseFlags parses args into fs. A help flag anywhere before "--" (also
-// after positional arguments, where the flag package would stop looking)
-// prints the usage to stdout and returns helpShown, so the command does
-// nothing else.
+// parseFlags parses args into fs, flags wherever they stand among the
+// positional arguments ("eval locomo FILE --json" as well as "eval locomo
+// --json FILE"; the flag package alone stops at the first positional), and
+// leaves the positional arguments in fs.Args(). Everything after the first
+// "--" is positional. A help flag anywhere before "--" prints the usage to
+// stdout and returns helpShown, so the command does nothing else.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
+	head, tail := args, []string(nil)
+	if i := slices.Index(args, "--"); i >= 0 {
+		head, tail = args[:i], args[i+1:]
+	}
+	for _, a := range head {
 		if isHelp(a) {
 			if o, ok := fs.Output().(flagOutput); ok {
 				fs.SetOutput(o.stdout)
@@ -158,10 +162,20 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 			return helpShown{}
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		return UsageError{err.Error()}
+	var pos []string
+	for {
+		if err := fs.Parse(head); err != nil {
+			return UsageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		head = fs.Args()[1:]
 	}
-	return nil
+	// A final parse of "--" and the positionals sets no flag and leaves
+	// them where fs.Args() finds them.
+	return fs.Parse(append(append([]string{"--"}, pos...), tail...))
 }
 
 func databaseURL(ctx context.Context, e env) (string, error) {

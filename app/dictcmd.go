@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -56,10 +55,10 @@ func runDict(ctx context.Context, e env, args []string) error {
 	default:
 		return UsageError{fmt.Sprintf("dict: unknown subcommand %q\nusage: perpetuity %s", sub, dictUsage)}
 	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	if *tenant < 0 || (batch != nil && *batch < 1) {
 		return UsageError{"usage: perpetuity " + dictUsage}
 	}
@@ -103,23 +102,6 @@ func runDict(ctx context.Context, e env, args []string) error {
 		return dictFlip(ctx, e, db, version, *tenant)
 	default:
 		return dictRetire(ctx, e, db, version, *tenant)
-	}
-}
-
-// parseInterspersed parses flags wherever they stand among the positional
-// arguments ("dict derive 2 --tenant 5" as well as "dict derive --tenant 5
-// 2"), which the flag package alone does not.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
 	}
 }
 

@@ -26,19 +26,10 @@ func runTenantLimits(ctx context.Context, e env, args []string) error {
 	tpd := fs.Int64("tpd", 0, "provider tokens per UTC day per key (0: unlimited)")
 	reset := fs.Bool("reset", false, "drop the tenant's own limits: the service defaults apply")
 	asJSON := fs.Bool("json", false, "print the limits as JSON")
-	// The tenant id comes first in the synopsis, and flag parsing stops at
-	// the first argument that is not a flag: take it and parse on.
-	var pos []string
-	for {
-		if err := parseFlags(fs, args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
+	pos := fs.Args()
 	if len(pos) != 1 {
 		return UsageError{"usage: perpetuity " + limitsSynopsis}
 	}
