@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,12 +30,16 @@ import (
 // evalCeilings are the fixed frame budgets of the bench README's table.
 var evalCeilings = []int{500, 1000, 2000, 4000, 8000}
 
-// probeHeader ties an upstream request to its probe. The proxy forwards
-// headers it does not own, so the fake provider sees it.
-const probeHeader = "X-Eval-Probe"
+// clientRequestID ties an upstream request to its probe: OpenAI's own
+// client request id, one of the few headers the proxy forwards (README,
+// "What crosses to and from the provider"), so the fake provider sees it.
+const clientRequestID = "X-Client-Request-Id"
 
-// toolProbeHeader ties an upstream request to its tool probe.
-const toolProbeHeader = "X-Eval-Tool-Probe"
+// The id's prefixes tell a frame probe from a tool probe.
+const (
+	probeHeader     = "probe-"
+	toolProbeHeader = "tool-"
+)
 
 // evalTools are the memory tools whose reach --tools measures, in table
 // order. memory_count is left out: it answers with counts and a few
@@ -163,15 +168,17 @@ func evalLocomoTools(ctx context.Context, e env, samples []locomo.Sample, opt ev
 		if sinceReset.Add(1)%256 == 0 {
 			fake.Reset() // scoring happens here; the fake need not keep every body
 		}
-		if h := r.Header.Get(toolProbeHeader); h != "" {
+		id := r.Header.Get(clientRequestID)
+		if h, ok := strings.CutPrefix(id, toolProbeHeader); ok {
 			i, err := strconv.Atoi(h)
 			if err != nil || i < 0 || i >= len(tprobes) {
 				return fakeprovider.Reply{}
 			}
 			return tprobes[i].answer(&mu, r.Body)
 		}
-		i, err := strconv.Atoi(r.Header.Get(probeHeader))
-		if err != nil || i < 0 || i >= len(probes) {
+		h, ok := strings.CutPrefix(id, probeHeader)
+		i, err := strconv.Atoi(h)
+		if !ok || err != nil || i < 0 || i >= len(probes) {
 			return fakeprovider.Reply{}
 		}
 		p := &probes[i]
@@ -488,7 +495,7 @@ func ask(ctx context.Context, client *http.Client, url string, p *probe, header 
 		h.Set(proxy.HeaderFrameBudget, strconv.Itoa(p.budget))
 	}
 	if i >= 0 {
-		h.Set(header, strconv.Itoa(i))
+		h.Set(clientRequestID, header+strconv.Itoa(i))
 	}
 	resp, err := client.Do(req)
 	if err != nil {

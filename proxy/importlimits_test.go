@@ -84,7 +84,9 @@ func TestImportBudget(t *testing.T) {
 func TestIdentifyImport(t *testing.T) {
 	t.Parallel()
 	lp := newLimitedProxy(t)
-	nt := lp.tenant("importer", store.LimitsUpdate{RequestsPerMinute: limitPtr(1)})
+	// A tenant-wide key, so that the refused import's X-Perpetuity-User
+	// would create its user if the limit were checked after it.
+	nt := lp.scopedTenant("importer", store.LimitsUpdate{RequestsPerMinute: limitPtr(1)}, store.ScopeTenant)
 	e := echo.New()
 	e.POST("/k/:key/perpetuity/import", func(c echo.Context) error {
 		who, b, err := lp.px.IdentifyImport(c)

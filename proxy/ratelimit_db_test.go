@@ -77,8 +77,14 @@ func newLimitedProxy(t *testing.T) *limitedProxy {
 // tenant makes a tenant with these limits and returns it.
 func (lp *limitedProxy) tenant(name string, u store.LimitsUpdate) store.NewTenant {
 	lp.t.Helper()
+	return lp.scopedTenant(name, u, store.ScopeUser)
+}
+
+// scopedTenant is tenant with a first key of the given scope.
+func (lp *limitedProxy) scopedTenant(name string, u store.LimitsUpdate, scope store.KeyScope) store.NewTenant {
+	lp.t.Helper()
 	ctx := context.Background()
-	nt, err := lp.db.CreateTenant(ctx, name, "ada")
+	nt, err := lp.db.CreateTenantScoped(ctx, name, "ada", scope)
 	if err != nil {
 		lp.t.Fatal(err)
 	}
