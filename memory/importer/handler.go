@@ -71,12 +71,7 @@ func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, error), ma
 		ctx := context.WithoutCancel(c.Request().Context())
 		res, err := im.Import(ctx, who, bytes.NewReader(body), nil)
 		if err != nil {
-			status := http.StatusInternalServerError
-			var le *LineError
-			if errors.As(err, &le) {
-				status = http.StatusBadRequest
-			}
-			return fail(c, status, err, res)
+			return fail(c, failStatus(err), err, res)
 		}
 		return c.JSON(http.StatusOK, imported{Result: res, Skipped: skipped})
 	}
