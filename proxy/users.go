@@ -112,6 +112,8 @@ type ImportDirectory struct {
 	PerDay int
 }
 
+// EnsureUser finds or creates a memory user, as the importing key's when
+// the context names one.
 func (d ImportDirectory) EnsureUser(ctx context.Context, tenantID int64, name string) (int64, error) {
 	if keyID, ok := ctx.Value(creatorKey{}).(int64); ok {
 		return d.Store.EnsureUserForKey(ctx, tenantID, keyID, name, d.PerDay)
@@ -119,6 +121,7 @@ func (d ImportDirectory) EnsureUser(ctx context.Context, tenantID int64, name st
 	return d.Store.EnsureUser(ctx, tenantID, name)
 }
 
+// EnsureConversation finds or creates a conversation.
 func (d ImportDirectory) EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error) {
 	return d.Store.EnsureConversation(ctx, tenantID, userID, extKey, title)
 }

@@ -56,7 +56,7 @@ func TestNothingStoredAndUserBound(t *testing.T) {
 	served := int64(1)
 	w.settled(tn.TenantID, served)
 	before := w.rows(tn.TenantID)
-	n := 20
+	n := figure.N(100, 20)
 	var probeFail, offFail int
 	kinds := []struct {
 		name   string
