@@ -31,6 +31,7 @@ type Config struct {
 	ToolRounds        int              // PERPETUITY_TOOL_ROUNDS
 	KeyRPM            int              // PERPETUITY_KEY_RPM
 	KeyTPM            int              // PERPETUITY_KEY_TPM
+	KeyUsersPerDay    int              // PERPETUITY_KEY_USERS_PER_DAY
 }
 
 type envVar struct {
@@ -57,6 +58,7 @@ var envVars = []envVar{
 	{"PERPETUITY_TOOL_ROUNDS", "3", "Most provider calls one request may take when the model uses the memory tools; the last must answer. 1 turns the tools off."},
 	{"PERPETUITY_KEY_RPM", "0", "Requests per minute each key may make, for tenants without limits of their own (`perpetuity tenant limits`); 0 is unlimited. Counted per replica."},
 	{"PERPETUITY_KEY_TPM", "0", "Provider tokens (input + output) per minute each key may spend, for tenants without limits of their own; 0 is unlimited. Counted per replica."},
+	{"PERPETUITY_KEY_USERS_PER_DAY", "1000", "New memory users each key may create per UTC day (`X-Perpetuity-User`, a user field that is the identity, an import line's `user`); past it such requests get a 429, existing users still work. 0 is unlimited."},
 }
 
 // LoadConfig reads the configuration through getenv and validates it; an
@@ -146,7 +148,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	for _, v := range []struct {
 		name string
 		dst  *int
-	}{{"PERPETUITY_KEY_RPM", &c.KeyRPM}, {"PERPETUITY_KEY_TPM", &c.KeyTPM}} {
+	}{{"PERPETUITY_KEY_RPM", &c.KeyRPM}, {"PERPETUITY_KEY_TPM", &c.KeyTPM}, {"PERPETUITY_KEY_USERS_PER_DAY", &c.KeyUsersPerDay}} {
 		n, err := strconv.Atoi(get(v.name))
 		if err != nil || n < 0 || n > math.MaxInt32 {
 			return c, fmt.Errorf("%s: want a whole number from 0 (unlimited) to %d", v.name, math.MaxInt32)

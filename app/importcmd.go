@@ -36,6 +36,9 @@ func runImport(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return UsageError{"usage: perpetuity " + importUsage}
 	}
+	if err := checkUserFlag("--user", *user); err != nil {
+		return err
+	}
 	if *format != importer.FormatJSONL && *format != importer.FormatChatGPT {
 		fs.Usage()
 		return UsageError{fmt.Sprintf("import: --format %q is not supported (jsonl, chatgpt)", *format)}

@@ -66,7 +66,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams, ToolRounds: cfg.ToolRounds,
 		MaxBodyBytes: cfg.MaxBodyBytes, CaptureTimeout: cfg.CaptureTimeout, FrameCeiling: cfg.FrameCeiling,
-		Limits: db, KeyRPM: cfg.KeyRPM, KeyTPM: cfg.KeyTPM,
+		Limits: db, KeyRPM: cfg.KeyRPM, KeyTPM: cfg.KeyTPM, KeyUsersPerDay: cfg.KeyUsersPerDay,
 	}, db, eng, log)
 
 	met := newMetrics(eng)
@@ -74,7 +74,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	ec.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	ec.GET("/metrics", met.handler())
 	px.Register(ec)
-	mountImport(ec, importer.New(db, eng, importer.CaptureTimeout(cfg.CaptureTimeout)), px, cfg.MaxBodyBytes, log)
+	mountImport(ec, importer.New(proxy.ImportDirectory{Store: db, PerDay: cfg.KeyUsersPerDay}, eng, importer.CaptureTimeout(cfg.CaptureTimeout)), px, cfg.MaxBodyBytes, log)
 	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	ec.GET("/readyz", readyz(db, eng))
 	go func() {

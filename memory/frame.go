@@ -24,6 +24,11 @@ type cand struct {
 // within a budget derived from how the retrieval scores spread, capped on
 // the rendered text. Ranking is relevance only; heat decides what is shown.
 func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
+	if q.UserID == 0 {
+		// No such user (a probe naming a new name creates none): nothing
+		// to recall, and the question stands alone.
+		return e.render(q, nil, nil, false, e.an.Count), nil
+	}
 	r, err := e.res.current(ctx, q.TenantID)
 	if err != nil {
 		return Frame{}, err
@@ -76,8 +81,10 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if ceiling <= 0 || ceiling > e.opt.Ceiling {
 		ceiling = e.opt.Ceiling
 	}
-	budget := q.Budget
-	if budget <= 0 {
+	// A forced budget is a wish within the ceiling, never past it: the
+	// header once took a frame to 170k tokens (issue 15, finding 11).
+	budget := min(q.Budget, ceiling)
+	if q.Budget <= 0 {
 		budget = Budget(hits, e.opt.Floor, min(e.opt.AutoCeiling, ceiling))
 	}
 	nbs := neighborsOf(r.arena, hits, e.opt.Context.Hits)

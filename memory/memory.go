@@ -44,7 +44,8 @@ type FrameQuery struct {
 	// must not return as its own best match.
 	LiveItems []int64
 	// Budget, when positive, forces the frame's token budget instead of the
-	// one derived from the retrieval scores (benchmarks at fixed ceilings).
+	// one derived from the retrieval scores (benchmarks at fixed ceilings),
+	// up to the ceiling.
 	Budget int
 	// Probe answers without remembering: no reheat, nothing written.
 	Probe bool

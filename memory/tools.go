@@ -69,11 +69,14 @@ type ToolState struct {
 	Now       time.Time
 	Shown     map[int64]bool
 	Retrieved []int64 // the turn's full ranked retrieval, before the cap
+	// Ceiling caps each result's tokens as it caps the frame's; 0 means
+	// the engine's.
+	Ceiling int
 }
 
 // NewToolState starts a turn's tool state from its frame.
 func NewToolState(q FrameQuery, f Frame) *ToolState {
-	s := &ToolState{Who: q.Who, Now: q.Now, Shown: map[int64]bool{}, Retrieved: f.Retrieved}
+	s := &ToolState{Who: q.Who, Now: q.Now, Shown: map[int64]bool{}, Retrieved: f.Retrieved, Ceiling: q.Ceiling}
 	for _, id := range f.Shown {
 		s.Shown[id] = true
 	}
@@ -264,14 +267,13 @@ func (e *Engine) toolCount(ctx context.Context, st *ToolState, query, by string,
 	if len(order) == 0 {
 		return "no stored turns match", nil
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d matching turns in %d groups by %s\n", len(items), len(order), by)
+	ps := []piece{{text: fmt.Sprintf("%d matching turns in %d groups by %s\n", len(items), len(order), by)}}
 	for _, k := range order {
-		fmt.Fprintf(&b, "\n%s: %d\n", unforge.Replace(k), counts[k])
+		ps = append(ps, piece{text: fmt.Sprintf("\n%s: %d\n", unforge.Replace(k), counts[k])})
 		sortChrono(ex[k])
-		b.WriteString(e.quote(st, ex[k], ""))
+		ps = append(ps, quotePieces(st, ex[k])...)
 	}
-	return b.String(), nil
+	return e.emit(st, ps, ""), nil
 }
 
 // itemsInOrder reads items keeping the given (rank) order.
@@ -300,15 +302,20 @@ func (e *Engine) renderItems(ctx context.Context, tenantID int64, ids []int64) (
 	return e.store.RenderItems(ctx, tenantID, ids)
 }
 
-// quote renders items verbatim with the frame's labels and marks them shown.
+// quote renders items verbatim with the frame's labels, as many as one
+// result holds, and marks those shown.
 func (e *Engine) quote(st *ToolState, items []store.RenderItem, empty string) string {
-	if len(items) == 0 {
-		return empty
-	}
-	var b strings.Builder
+	return e.emit(st, quotePieces(st, items), empty)
+}
+
+// quotePieces renders each item as a piece of a result, its time label
+// with it when the time or conversation changes.
+func quotePieces(st *ToolState, items []store.RenderItem) []piece {
+	ps := make([]piece, 0, len(items))
 	var conv int64 = -1
 	var prev string
 	for _, it := range items {
+		var b strings.Builder
 		if s := stamp(it.BornAt, st.Now); it.ConvID != conv || s != prev {
 			conv, prev = it.ConvID, s
 			b.WriteString(timeLabel(it.BornAt, st.Now))
@@ -316,9 +323,9 @@ func (e *Engine) quote(st *ToolState, items []store.RenderItem, empty string) st
 		b.WriteString(speakerLabelID(it.Speaker, it.Interrupted, it.ID))
 		b.WriteString(unforge.Replace(it.Body))
 		b.WriteString("\n")
-		st.Shown[it.ID] = true
+		ps = append(ps, piece{text: b.String(), id: it.ID})
 	}
-	return b.String()
+	return ps
 }
 
 func hitIDs(hits []arena.Hit) []int64 {

@@ -29,10 +29,11 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 const testKey = "ppk_test"
 
-// fakeDirectory knows one key and hands out conversation ids.
+// fakeDirectory knows one key and hands out user and conversation ids.
 type fakeDirectory struct {
 	mu      sync.Mutex
 	convs   map[string]int64
+	users   map[string]int64 // beside the key's own "ada" (1)
 	records []store.RequestRecord
 }
 
@@ -43,7 +44,54 @@ func (d *fakeDirectory) ResolveKey(_ context.Context, key string) (store.KeyIden
 	return store.KeyIdentity{TenantID: 1, KeyID: 1, UserID: 1, UserName: "ada"}, nil
 }
 
-func (d *fakeDirectory) EnsureUser(context.Context, int64, string) (int64, error) { return 2, nil }
+func (d *fakeDirectory) UserByName(_ context.Context, _ int64, name string) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if name == "ada" {
+		return 1, nil
+	}
+	if id, ok := d.users[name]; ok {
+		return id, nil
+	}
+	return 0, store.ErrNotFound
+}
+
+// EnsureUserForKey counts every user made as the one key's (ids from 2).
+func (d *fakeDirectory) EnsureUserForKey(_ context.Context, _, _ int64, name string, perDay int) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if name == "ada" {
+		return 1, nil
+	}
+	if id, ok := d.users[name]; ok {
+		return id, nil
+	}
+	if perDay > 0 && len(d.users) >= perDay {
+		return 0, fmt.Errorf("memory user %q: %w", name, store.ErrUserQuota)
+	}
+	if d.users == nil {
+		d.users = map[string]int64{}
+	}
+	id := int64(len(d.users) + 2)
+	d.users[name] = id
+	return id, nil
+}
+
+func (d *fakeDirectory) FindConversation(_ context.Context, _, _ int64, ext string) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if id, ok := d.convs[ext]; ok {
+		return id, nil
+	}
+	return 0, store.ErrNotFound
+}
+
+// Made reports how many users and conversations were created.
+func (d *fakeDirectory) Made() (users, convs int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.users), len(d.convs)
+}
 
 func (d *fakeDirectory) EnsureConversation(_ context.Context, _, _ int64, ext, _ string) (int64, error) {
 	d.mu.Lock()

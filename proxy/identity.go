@@ -19,8 +19,12 @@ import (
 // Directory resolves who is asking.
 type Directory interface {
 	ResolveKey(ctx context.Context, key string) (store.KeyIdentity, error)
-	EnsureUser(ctx context.Context, tenantID int64, name string) (int64, error)
+	// Users and conversations are created on first sight, or only looked
+	// up for a request that stores nothing (users.go).
+	UserByName(ctx context.Context, tenantID int64, name string) (int64, error)
+	EnsureUserForKey(ctx context.Context, tenantID, keyID int64, name string, perDay int) (int64, error)
 	EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error)
+	FindConversation(ctx context.Context, tenantID, userID int64, extKey string) (int64, error)
 	RecordRequest(ctx context.Context, r store.RequestRecord) error
 	TouchKey(ctx context.Context, tenantID, keyID int64) error
 }
@@ -105,9 +109,9 @@ func (p *Proxy) chooseUser(ctx context.Context, c echo.Context, who memory.Who, 
 	if len(name) > maxNameLen {
 		return who, errBadRequest("%s: longer than %d bytes", HeaderUser, maxNameLen)
 	}
-	id, err := p.dir.EnsureUser(ctx, who.TenantID, name)
+	id, err := p.memoryUser(ctx, c, who.TenantID, k, name)
 	if err != nil {
-		return who, p.memoryUnavailable(c, "memory user", err)
+		return who, err
 	}
 	who.UserID, who.UserName = id, name
 	return who, nil

@@ -75,6 +75,12 @@ func (p *Proxy) IdentifyImport(c echo.Context) (memory.Who, ImportBudget, error)
 		err = p.admit(c, k)
 	}
 	if err == nil {
+		err = storableHeaders(c.Request().Header)
+	}
+	if err == nil {
+		// The users the import's lines name count against this key too.
+		ctx = context.WithValue(ctx, creatorKey{}, k.KeyID)
+		c.SetRequest(c.Request().WithContext(ctx))
 		who, err = p.chooseUser(ctx, c, who, k, "")
 	}
 	var ae *APIError

@@ -19,7 +19,7 @@ import (
 // switches are the per-request X-Perpetuity-* controls.
 type switches struct {
 	recall, capture, tools, probe bool
-	budget                        int // forced frame budget, 0 = derived
+	budget                        int // forced frame budget, 0 = derived; the ceiling still caps it
 }
 
 func readSwitches(h http.Header) (switches, error) {
@@ -84,6 +84,7 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		if t.sw, err = readSwitches(req.Header); err != nil {
 			return err
 		}
+		c.Set(storesNothingKey, t.sw.probe || !t.sw.capture)
 		who, key, err := p.resolveIdentity(ctx, c)
 		if err != nil {
 			return err
@@ -92,6 +93,9 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 			return err
 		}
 		if t.in, err = parseInbound(d, body); err != nil {
+			return err
+		}
+		if err := checkStorable(t.in, req.Header, key.UserFieldIdentity); err != nil {
 			return err
 		}
 		if t.who, err = p.chooseUser(ctx, c, who, key, t.in.userHint); err != nil {
@@ -107,10 +111,9 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		// With neither capture nor recall the request has no use for its
 		// conversation: the pass-through path stays off the database.
 		if t.sw.capture || t.sw.recall {
-			if t.who.ConversationID, err = p.dir.EnsureConversation(ctx, t.who.TenantID, t.who.UserID, convKey, title); err != nil {
-				return p.memoryUnavailable(c, "conversation", err)
+			if err := p.conversation(ctx, c, t, convKey, title); err != nil {
+				return err
 			}
-			c.Response().Header().Set(HeaderConvID, strconv.FormatInt(t.who.ConversationID, 10))
 		}
 		if t.in.live >= 0 {
 			t.liveText = t.in.messages[t.in.live].text
@@ -125,7 +128,8 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 			q = memory.FrameQuery{
 				Who: t.who, Live: t.liveText, LiveStored: live != nil, LiveItems: liveItems(live),
 				Ceiling: p.cfg.FrameCeiling, Budget: t.sw.budget, Probe: t.sw.probe || !t.sw.capture,
-				Tools: p.toolsFor(t), Now: time.Now(),
+				// A user not created (a probe naming a new name) has no memory to search.
+				Tools: p.toolsFor(t) && t.who.UserID != 0, Now: time.Now(),
 			}
 			f, err := p.mem.Frame(ctx, q)
 			if err != nil {
@@ -210,7 +214,7 @@ func (p *Proxy) captureReply(t *turn, r reply) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
 	defer cancel()
 	_, err := p.mem.Capture(ctx, memory.Message{
-		Who: t.who, Role: "assistant", Text: r.text, Position: len(t.in.messages),
+		Who: t.who, Role: "assistant", Text: storableReply(r.text), Position: len(t.in.messages),
 		Interrupted: r.interrupted, At: time.Now(),
 	})
 	if err != nil {

@@ -62,6 +62,9 @@ type Config struct {
 	// every tenant has KeyRPM and KeyTPM. 0 is unlimited.
 	Limits         LimitSource
 	KeyRPM, KeyTPM int
+	// KeyUsersPerDay bounds the memory users one key may create per UTC
+	// day (users.go); 0 is unlimited.
+	KeyUsersPerDay int
 	// WriteStall is how long one write to a client may stall; 0 means a
 	// minute. Streams have no deadline between writes (a provider may think
 	// for minutes), only on each write, so a client that stops reading is

@@ -84,12 +84,7 @@ func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, Budget, er
 			return stopped(c, log, who, st, res)
 		}
 		if err != nil {
-			status := http.StatusInternalServerError
-			var le *LineError
-			if errors.As(err, &le) {
-				status = http.StatusBadRequest
-			}
-			return fail(c, status, err, res)
+			return fail(c, failStatus(err), err, res)
 		}
 		return c.JSON(http.StatusOK, imported{Result: res, Skipped: skipped})
 	}

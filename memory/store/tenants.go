@@ -232,6 +232,7 @@ var deleteTenantSQL = []string{
 	`DELETE FROM conversations WHERE tenant_id = $1`,
 	`DELETE FROM requests WHERE tenant_id = $1`,
 	`DELETE FROM tenant_log WHERE tenant_id = $1`,
+	`DELETE FROM key_user_creations WHERE tenant_id = $1`,
 	`DELETE FROM api_keys WHERE tenant_id = $1`,
 	`DELETE FROM memory_users WHERE tenant_id = $1`,
 	`DELETE FROM tenant_heads WHERE tenant_id = $1`,

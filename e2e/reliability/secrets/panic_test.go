@@ -35,7 +35,13 @@ func (d panicDirectory) ResolveKey(_ context.Context, key string) (store.KeyIden
 	d.how(key)
 	return store.KeyIdentity{}, store.ErrNotFound
 }
-func (panicDirectory) EnsureUser(context.Context, int64, string) (int64, error) { return 0, nil }
+func (panicDirectory) UserByName(context.Context, int64, string) (int64, error) { return 0, nil }
+func (panicDirectory) EnsureUserForKey(context.Context, int64, int64, string, int) (int64, error) {
+	return 0, nil
+}
+func (panicDirectory) FindConversation(context.Context, int64, int64, string) (int64, error) {
+	return 0, nil
+}
 func (panicDirectory) EnsureConversation(context.Context, int64, int64, string, string) (int64, error) {
 	return 0, nil
 }
