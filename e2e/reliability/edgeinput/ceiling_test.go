@@ -114,7 +114,7 @@ func toolResults(body []byte) []string {
 
 func TestFrameCeiling(t *testing.T) {
 	w := startWorld(t, "PERPETUITY_FRAME_CEILING="+strconv.Itoa(ceiling))
-	tn := rig.CreateTenant(t, w.env, "edge ceiling")
+	tn := rig.CreateTenant(t, w.env, "edge ceiling", "--scope", "tenant")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	stored := figure.N(120, 60)

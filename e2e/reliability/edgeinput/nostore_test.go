@@ -46,7 +46,7 @@ func TestNothingStoredAndUserBound(t *testing.T) {
 
 	// Probes and Capture: off with random user names, in every dialect,
 	// with named and derived conversations.
-	tn := rig.CreateTenant(t, w.env, "edge nothing stored")
+	tn := rig.CreateTenant(t, w.env, "edge nothing stored", "--scope", "tenant")
 	// A user with memory, so a probe naming an existing user is seen to
 	// read it.
 	zoe := map[string]string{"X-Perpetuity-User": "zoe", "X-Perpetuity-Conversation": "zoe-facts"}
@@ -116,7 +116,7 @@ func TestNothingStoredAndUserBound(t *testing.T) {
 	}
 
 	// New users per key per day.
-	bt := rig.CreateTenant(t, w.env, "edge user bound")
+	bt := rig.CreateTenant(t, w.env, "edge user bound", "--scope", "tenant")
 	base := w.rows(bt.TenantID)
 	admitted, refusedOK, refused := 0, 0, 0
 	var made []string
@@ -140,7 +140,7 @@ func TestNothingStoredAndUserBound(t *testing.T) {
 	// another tenant's key; the import route counts against the same bound.
 	existingOK := len(made) > 0 && w.post(ctx, bt.Key, dialects[0], map[string]string{"X-Perpetuity-User": made[0]}, chat{live: "again"}.body(dialects[0])).status == 200
 	ownOK := w.post(ctx, bt.Key, dialects[1], nil, chat{live: "as myself"}.body(dialects[1])).status == 200
-	other := rig.CreateTenant(t, w.env, "edge user bound, other")
+	other := rig.CreateTenant(t, w.env, "edge user bound, other", "--scope", "tenant")
 	otherOK := w.post(ctx, other.Key, dialects[0], map[string]string{"X-Perpetuity-User": randomName(r, "new-")}, chat{live: "hi"}.body(dialects[0])).status == 200
 	imp := dialect{name: "import", path: "/perpetuity/import"}
 	line := `{"conversation":"imp","user":"` + randomName(r, "imp-") + `","turns":[{"role":"user","text":"hi","at":"2024-01-01T00:00:00Z"}]}` + "\n"

@@ -131,8 +131,8 @@ type outcome struct {
 
 func TestStorableInput(t *testing.T) {
 	w := startWorld(t)
-	plain := rig.CreateTenant(t, w.env, "edge plain")
-	ident := rig.CreateTenant(t, w.env, "edge identity")
+	plain := rig.CreateTenant(t, w.env, "edge plain", "--scope", "tenant")
+	ident := rig.CreateTenant(t, w.env, "edge identity", "--scope", "tenant")
 	w.exec(`UPDATE tenants SET user_field_identity = true WHERE id = $1`, ident.TenantID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -52,7 +52,7 @@ func TestImportHangUp(t *testing.T) {
 	imps := make([]*imp, m)
 	for i := range imps {
 		imps[i] = &imp{
-			tenant: rig.CreateTenant(t, w.env, fmt.Sprintf("hang-up %d", i)),
+			tenant: rig.CreateTenant(t, w.env, fmt.Sprintf("hang-up %d", i), "--scope", "tenant"),
 			spec:   spec{tag: fmt.Sprintf("hang%d", i), lines: turns / hangUpPerLine, perLine: hangUpPerLine, size: 60},
 		}
 	}

@@ -22,7 +22,7 @@ func TestImportRequestLimit(t *testing.T) {
 	const rpm = 2
 	k := figure.N(20, 6)
 	w := startWorld(t)
-	nt := rig.CreateTenant(t, w.env, "import rpm")
+	nt := rig.CreateTenant(t, w.env, "import rpm", "--scope", "tenant")
 	w.limits(nt.TenantID, "--rpm", strconv.Itoa(rpm))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -118,7 +118,7 @@ func TestImportTokenBudget(t *testing.T) {
 	// Tokens per minute: lines of 100 tokens, a bucket of 60 lines that
 	// refills one line a second.
 	const tpm = 6000
-	minute := rig.CreateTenant(t, w.env, "import tpm")
+	minute := rig.CreateTenant(t, w.env, "import tpm", "--scope", "tenant")
 	w.limits(minute.TenantID, "--tpm", strconv.Itoa(tpm))
 	s := spec{tag: "tpm", lines: figure.N(400, 120), perLine: 10, size: 40}
 	perLine := s.tokensPerLine()
@@ -164,7 +164,7 @@ func TestImportTokenBudget(t *testing.T) {
 
 	// Tokens per day: no refill, so the count is exact.
 	const tpd = 5000
-	day := rig.CreateTenant(t, w.env, "import tpd")
+	day := rig.CreateTenant(t, w.env, "import tpd", "--scope", "tenant")
 	w.limits(day.TenantID, "--tpd", strconv.Itoa(tpd))
 	d := spec{tag: "tpd", lines: figure.N(200, 20), perLine: 10, size: 400}
 	da, err := w.importBody(ctx, day.Key, nil, d.jsonl())

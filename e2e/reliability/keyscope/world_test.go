@@ -26,13 +26,14 @@ import (
 	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
-// Headers the fake provider reads (the proxy passes them on): which memory
+// Headers the fake provider reads (the proxy passes X-Stainless-* on: README,
+// "What crosses to and from the provider"): which memory
 // tool to call in round one, with what arguments, and which attempt a
 // provider request belongs to.
 const (
-	hdrTool = "X-Ks-Tool"
-	hdrArgs = "X-Ks-Args"
-	hdrReq  = "X-Ks-Req"
+	hdrTool = "X-Stainless-Ks-Tool"
+	hdrArgs = "X-Stainless-Ks-Args"
+	hdrReq  = "X-Stainless-Ks-Req"
 )
 
 // canaryRE finds the canaries: bob's are what must never reach alice.
