@@ -41,7 +41,9 @@ func (d *fakeDirectory) ResolveKey(_ context.Context, key string) (store.KeyIden
 	if key != testKey {
 		return store.KeyIdentity{}, store.ErrNotFound
 	}
-	return store.KeyIdentity{TenantID: 1, KeyID: 1, UserID: 1, UserName: "ada"}, nil
+	// Tenant-wide, so that tests may name other users; the pinned case is
+	// scope_test.go's, against the real store.
+	return store.KeyIdentity{TenantID: 1, KeyID: 1, UserID: 1, UserName: "ada", Scope: store.ScopeTenant}, nil
 }
 
 func (d *fakeDirectory) UserByName(_ context.Context, _ int64, name string) (int64, error) {
