@@ -1,12 +1,12 @@
 package isolation
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
 	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
@@ -120,7 +120,7 @@ func (l *ledger) upstreamRequests(reqs []fakeprovider.Recorded) {
 		}
 		body := string(r.Body) + "?" + r.RawQuery
 		f := l.foreign(owner, body)
-		results := toolResults(r)
+		results := harness.ToolResults(r)
 		hasOwn := l.own(owner, body)
 		l.mu.Lock()
 		l.upstream++
@@ -153,40 +153,8 @@ func (l *ledger) upstreamRequests(reqs []fakeprovider.Recorded) {
 	}
 }
 
-// toolResults reads the tool results a provider request carries at its end,
-// in either dialect.
-func toolResults(r fakeprovider.Recorded) []string {
-	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if json.Unmarshal(r.Body, &req) != nil || len(req.Messages) == 0 {
-		return nil
-	}
-	var out []string
-	if r.Dialect == fakeprovider.DialectAnthropic {
-		var blocks []struct {
-			Type    string          `json:"type"`
-			Content json.RawMessage `json:"content"`
-		}
-		_ = json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &blocks)
-		for _, b := range blocks {
-			if b.Type == "tool_result" {
-				out = append(out, string(b.Content))
-			}
-		}
-		return out
-	}
-	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
-		out = append(out, string(req.Messages[i].Content))
-	}
-	return out
-}
-
 // endsWithToolResult tells a tool loop's later rounds from its first.
-func endsWithToolResult(r fakeprovider.Recorded) bool { return len(toolResults(r)) > 0 }
+func endsWithToolResult(r fakeprovider.Recorded) bool { return len(harness.ToolResults(r)) > 0 }
 
 // excerpt shows where needle sits in s.
 func excerpt(s, needle string) string {

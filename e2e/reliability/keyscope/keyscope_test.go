@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
+	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
 )
 
 const question = "What is the vault code for project Heron?"
@@ -95,7 +96,7 @@ func TestPinnedKeyCannotReadAnotherUser(t *testing.T) {
 					t.Errorf("%s: answered as %q, want alice", a.name, owner)
 				}
 				if a.tool {
-					if len(up) == 2 && len(toolResults(up[1])) > 0 {
+					if len(up) == 2 && len(harness.ToolResults(up[1])) > 0 {
 						tl.toolsRun++
 					} else {
 						t.Errorf("%s: the memory tool did not run (%d provider requests)", a.name, len(up))

@@ -20,6 +20,7 @@ import (
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
@@ -73,7 +74,7 @@ func startWorld(t *testing.T) *world {
 	// the canaries the provider was sent, so what reached the provider
 	// also comes back in the response.
 	fake.SetDefault(func(r fakeprovider.Recorded) fakeprovider.Reply {
-		if tool := r.Header.Get(hdrTool); tool != "" && len(toolResults(r)) == 0 {
+		if tool := r.Header.Get(hdrTool); tool != "" && len(harness.ToolResults(r)) == 0 {
 			return fakeprovider.Reply{ToolCalls: []fakeprovider.ToolCall{{Name: tool, Arguments: r.Header.Get(hdrArgs)}}}
 		}
 		return fakeprovider.Reply{Text: "seen: " + strings.Join(canaryRE.FindAllString(string(r.Body), -1), " ") + "."}
@@ -357,38 +358,6 @@ func permissionRefusal(d dialect, o outcome) bool {
 		return o.errType == "permission_error" && strings.Contains(o.body, `"type":"error"`)
 	}
 	return o.errType == "invalid_request_error" && o.code == "permission_denied"
-}
-
-// toolResults reads the tool results a provider request carries at its end,
-// in either dialect.
-func toolResults(r fakeprovider.Recorded) []string {
-	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if json.Unmarshal(r.Body, &req) != nil || len(req.Messages) == 0 {
-		return nil
-	}
-	var out []string
-	if r.Dialect == fakeprovider.DialectAnthropic {
-		var blocks []struct {
-			Type    string          `json:"type"`
-			Content json.RawMessage `json:"content"`
-		}
-		_ = json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &blocks)
-		for _, b := range blocks {
-			if b.Type == "tool_result" {
-				out = append(out, string(b.Content))
-			}
-		}
-		return out
-	}
-	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
-		out = append(out, string(req.Messages[i].Content))
-	}
-	return out
 }
 
 // upstream is every provider request of one attempt.
