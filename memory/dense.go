@@ -67,3 +67,21 @@ func denseQuery(sp *dict.Space, tokens []string, aq *arena.Query) {
 	}
 	aq.Dense, aq.DenseInv = sp.Query(tokens)
 }
+
+// countDenseZ is how far above the mean (in fused standard deviations) a
+// turn sharing no word with a memory_count query must rank to count: the
+// hybrid scan ranks every turn above the mean, and a count of "turns about
+// X" must not grow with the store.
+const countDenseZ = 1.5
+
+// countable keeps the hits memory_count counts: every lexical match, and
+// turns matched by meaning alone when they stand out.
+func countable(hits []arena.Hit) []arena.Hit {
+	out := hits[:0:0]
+	for _, h := range hits {
+		if !h.DenseOnly || h.Score >= countDenseZ {
+			out = append(out, h)
+		}
+	}
+	return out
+}

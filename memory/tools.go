@@ -247,6 +247,7 @@ func (e *Engine) toolCount(ctx context.Context, st *ToolState, query, by string,
 	if err != nil {
 		return "", err
 	}
+	hits = countable(hits) // dense.go
 	items, err := e.renderItems(ctx, st.Who.TenantID, hitIDs(hits))
 	if err != nil {
 		return "", err

@@ -186,7 +186,7 @@ func (a *Arena) hybrid(q Query, p *bm25, work []*chunk, visible int) ([]Hit, Sca
 				}
 				score = LexicalFloor
 			}
-			tops[w].offer(Hit{ID: c.ids[j], Score: score, Index: handle(c.slot, j)})
+			tops[w].offer(Hit{ID: c.ids[j], Score: score, Index: handle(c.slot, j), DenseOnly: b <= 0})
 		}
 	})
 	var all []Hit
@@ -284,7 +284,7 @@ func ReferenceHybrid(items []Item, q Query, opts Options) []Hit {
 			}
 			score = LexicalFloor
 		}
-		hits = append(hits, Hit{ID: items[r.i].ID, Score: score, Index: r.i})
+		hits = append(hits, Hit{ID: items[r.i].ID, Score: score, Index: r.i, DenseOnly: r.b <= 0})
 	}
 	sortHits(hits)
 	if q.K < len(hits) {

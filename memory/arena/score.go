@@ -29,6 +29,9 @@ type Hit struct {
 	ID    int64
 	Score float32
 	Index int
+	// DenseOnly: a hybrid hit that shares no query term, there by meaning
+	// alone (hybrid.go); always false for a lexical search.
+	DenseOnly bool
 }
 
 // bm25 holds a query prepared against one corpus statistic. The same value
