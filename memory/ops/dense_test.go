@@ -8,6 +8,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
 
 // TestDenseRolloutV3 (issue 16, items 2 and 4): a store with data moves to
@@ -19,7 +20,9 @@ import (
 func TestDenseRolloutV3(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t)
+	// Its own database: a tenant serving v3 in the shared one would make
+	// it the version other tests' new tenants start on.
+	f := newFixtureOn(t, openDB(t, dbtest.New(t)))
 	v3, err := dict.Builtin(3)
 	if err != nil {
 		t.Fatal(err)
