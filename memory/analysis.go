@@ -16,8 +16,21 @@ func (a TextAnalyzer) ChunkContent(s string, chunks []string) []string {
 	return text.ChunkContent(s, chunks)
 }
 
-// DictTerms adapts a versioned dictionary to the engine's Dictionary.
-type DictTerms struct{ D *dict.Dictionary }
+// DictTerms adapts a versioned dictionary to the engine's Dictionary. V,
+// the version's word vectors when it ships them, gives its rows a dense
+// vector.
+type DictTerms struct {
+	D *dict.Dictionary
+	V *dict.Vectors
+}
+
+// RawDense is the row's raw SIF vector; nil without vectors.
+func (d DictTerms) RawDense(tokens []string) []byte {
+	if d.V == nil {
+		return nil
+	}
+	return d.V.RawDense(tokens)
+}
 
 func (d DictTerms) Version() int { return d.D.Version }
 func (d DictTerms) Terms(tokens []string) ([]uint32, []uint16, int) {

@@ -143,8 +143,16 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 		opt.Context = Context{Hits: 40, Lag: 4}
 	}
 	vs, _ := st.(versionStore)
-	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}),
-		dicts: newDictionaries(vs, dict), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors)}
+	vecs := newVectorCache()
+	if dt, ok := dict.(DictTerms); ok && dt.V == nil {
+		// A shipped version's rows carry its vectors whoever built the engine.
+		if v, err := vecs.get(dt.D.Version); err == nil && v != nil {
+			dt.V = v
+			dict = dt
+		}
+	}
+	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}, vecs),
+		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors)}
 }
 
 // Fingerprint identifies a message within its conversation: the same role,

@@ -58,13 +58,18 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	terms := d.QueryTerms(e.an.Normalize(e.an.ChunkContent(q.Live, []string{q.Live})[0]))
+	toks := e.an.Normalize(e.an.ChunkContent(q.Live, []string{q.Live})[0])
+	terms := d.QueryTerms(toks)
+	aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}
+	denseQuery(r.space, toks, &aq) // dense.go: a hybrid scan under a version with vectors
 	var hits []arena.Hit
-	if len(terms) > 0 {
-		aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}
+	if len(terms) > 0 || aq.Dense != nil {
 		scan := time.Now()
 		hits = r.arena.Search(aq)
-		if e.opt.Expansion.terms > 0 {
+		// Under a hybrid scan the words of the top turns add nothing the
+		// dense side has not found (development set: all-evidence 0.845
+		// without, 0.846 with) and a second scan costs as much as the first.
+		if e.opt.Expansion.terms > 0 && aq.Dense == nil {
 			aq.Terms, aq.Weights = e.opt.Expansion.expand(r.arena, terms, hits)
 			if aq.Weights != nil {
 				hits = r.arena.Search(aq)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
+	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -20,6 +21,7 @@ type CatchUpStore interface {
 type residents struct {
 	st   CatchUpStore
 	opts arena.Options
+	vecs *vectorCache
 	mu   sync.Mutex
 	by   map[int64]*resident
 	warm atomic.Bool // every tenant known at start is loaded
@@ -32,10 +34,13 @@ type resident struct {
 	arena     *arena.Arena
 	watermark int64
 	dict      int // dictionary version the arena's rows come from
+	// space is the arena's dense space (nil: the version has no vectors),
+	// fixed when the arena was loaded: the tenant's component is frozen.
+	space *dict.Space
 }
 
-func newResidents(st CatchUpStore, opts arena.Options) *residents {
-	return &residents{st: st, opts: opts, by: map[int64]*resident{}}
+func newResidents(st CatchUpStore, opts arena.Options, vecs *vectorCache) *residents {
+	return &residents{st: st, opts: opts, vecs: vecs, by: map[int64]*resident{}}
 }
 
 func (rs *residents) get(tenantID int64) *resident {
@@ -56,6 +61,7 @@ type view struct {
 	arena     *arena.Arena
 	dict      int
 	watermark int64
+	space     *dict.Space
 }
 
 // current returns the tenant's arena after catching it up with everything
@@ -77,7 +83,7 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 		}
 		if cu.Head.DictVersion == r.dict {
 			if cu.Head.Seq != r.watermark {
-				apply(r.arena, cu)
+				apply(r.arena, cu, r.space)
 				r.watermark = cu.Head.Seq
 				rs.observe("catchup", time.Since(start))
 			}
@@ -93,7 +99,7 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 	}
 	start := time.Now()
 	defer func() { rs.observe("catchup", time.Since(start)) }()
-	target, watermark := r.arena, r.watermark
+	target, watermark, space := r.arena, r.watermark, r.space
 	if head.DictVersion != r.dict && r.dict != 0 {
 		target, watermark = arena.New(rs.opts), 0
 	}
@@ -108,8 +114,20 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 			target, watermark = arena.New(rs.opts), 0
 			continue
 		}
-		apply(target, cu)
-		r.arena, r.watermark, r.dict = target, cu.Head.Seq, head.DictVersion
+		if watermark == 0 {
+			// A load from scratch: the space comes with it, and the arena
+			// (still empty) is made to hold its vectors.
+			if space, err = rs.vecs.space(head.DictVersion, cu.Component); err != nil {
+				return view{}, err
+			}
+			opts := rs.opts
+			if space != nil {
+				opts.Dims = space.V.Dims
+			}
+			target = arena.New(opts)
+		}
+		apply(target, cu, space)
+		r.arena, r.watermark, r.dict, r.space = target, cu.Head.Seq, head.DictVersion, space
 		return r.view(), nil
 	}
 }
@@ -133,11 +151,13 @@ func (rs *residents) observe(stage string, d time.Duration) {
 	}
 }
 
-func (r *resident) view() view { return view{arena: r.arena, dict: r.dict, watermark: r.watermark} }
+func (r *resident) view() view {
+	return view{arena: r.arena, dict: r.dict, watermark: r.watermark, space: r.space}
+}
 
 // apply merges new items and log events in log order: a purge removes what
 // its user had before it, never what they stored after.
-func apply(a *arena.Arena, cu store.CatchUp) {
+func apply(a *arena.Arena, cu store.CatchUp, sp *dict.Space) {
 	items := cu.Items
 	flush := func(upTo int64) {
 		n := 0
@@ -149,7 +169,7 @@ func apply(a *arena.Arena, cu store.CatchUp) {
 		}
 		batch := make([]arena.Item, n)
 		for i, it := range items[:n] {
-			batch[i] = toArenaItem(it)
+			batch[i] = toArenaItem(it, sp)
 		}
 		a.Add(batch...)
 		items = items[n:]
@@ -163,7 +183,10 @@ func apply(a *arena.Arena, cu store.CatchUp) {
 	flush(cu.Head.Seq + 1)
 }
 
-func toArenaItem(it store.ArenaItem) arena.Item {
+// toArenaItem converts a stored row; sp (nil: none) turns its raw vector
+// into the arena's. A row whose vector cannot be read keeps none: the
+// integrity check, loading the same bytes the same way, reports the row.
+func toArenaItem(it store.ArenaItem, sp *dict.Space) arena.Item {
 	terms := make([]arena.TermID, len(it.TermIDs))
 	for i, t := range it.TermIDs {
 		terms[i] = arena.TermID(uint32(t))
@@ -172,9 +195,15 @@ func toArenaItem(it store.ArenaItem) arena.Item {
 	for i, f := range it.Freqs {
 		freqs[i] = uint16(f)
 	}
-	return arena.Item{
+	out := arena.Item{
 		ID: it.ID, Seq: it.Seq, User: it.UserID, Conv: it.ConvID,
 		Terms: terms, Freqs: freqs, Length: uint32(it.Length),
 		BornClock: it.BornClock, Tau: float32(it.Tau), Tokens: uint32(max(it.Tokens, 0)),
 	}
+	if sp != nil {
+		if q, inv, err := sp.Row(it.Dense); err == nil {
+			out.Dense, out.DenseInv = q, inv
+		}
+	}
+	return out
 }

@@ -132,15 +132,16 @@ func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclu
 	if err != nil {
 		return nil, err
 	}
-	terms := d.QueryTerms(e.an.Normalize(query))
-	if len(terms) == 0 {
+	toks := e.an.Normalize(query)
+	aq := arena.Query{Terms: d.QueryTerms(toks), Users: []int64{who.UserID}, K: k}
+	denseQuery(r.space, toks, &aq) // the frame's hybrid scoring under a version with vectors
+	if len(aq.Terms) == 0 && aq.Dense == nil {
 		return nil, nil
 	}
-	ids := make([]int64, 0, len(exclude))
 	for id := range exclude {
-		ids = append(ids, id)
+		aq.Exclude = append(aq.Exclude, id)
 	}
-	return r.arena.Search(arena.Query{Terms: terms, Users: []int64{who.UserID}, Exclude: ids, K: k}), nil
+	return r.arena.Search(aq), nil
 }
 
 func (e *Engine) toolSearch(ctx context.Context, st *ToolState, query, from, to string, conv int64, limit int) (string, error) {
@@ -246,6 +247,7 @@ func (e *Engine) toolCount(ctx context.Context, st *ToolState, query, by string,
 	if err != nil {
 		return "", err
 	}
+	hits = countable(hits) // dense.go
 	items, err := e.renderItems(ctx, st.Who.TenantID, hitIDs(hits))
 	if err != nil {
 		return "", err

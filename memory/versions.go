@@ -68,9 +68,10 @@ func (e *Engine) dictionary(ctx context.Context, version int) (Dictionary, error
 // dictionaries holds the versions loaded so far. A version loads once; its
 // waiters block on it alone, not on other versions.
 type dictionaries struct {
-	st versionStore
-	mu sync.Mutex
-	by map[int]*dictSlot
+	st   versionStore
+	vecs *vectorCache
+	mu   sync.Mutex
+	by   map[int]*dictSlot
 }
 
 type dictSlot struct {
@@ -79,10 +80,10 @@ type dictSlot struct {
 	err   error
 }
 
-func newDictionaries(st versionStore, d Dictionary) *dictionaries {
+func newDictionaries(st versionStore, d Dictionary, vecs *vectorCache) *dictionaries {
 	ready := make(chan struct{})
 	close(ready)
-	return &dictionaries{st: st, by: map[int]*dictSlot{d.Version(): {ready: ready, d: d}}}
+	return &dictionaries{st: st, vecs: vecs, by: map[int]*dictSlot{d.Version(): {ready: ready, d: d}}}
 }
 
 func (ds *dictionaries) get(ctx context.Context, version int) (Dictionary, error) {
@@ -101,13 +102,17 @@ func (ds *dictionaries) get(ctx context.Context, version int) (Dictionary, error
 		// Loaded for every later caller, so one caller's cancellation must
 		// not fail it for the others.
 		d, err := ds.st.LoadDictionary(context.WithoutCancel(ctx), version)
+		var v *dict.Vectors
+		if err == nil {
+			v, err = ds.vecs.get(version)
+		}
 		if err != nil {
 			s.err = err
 			ds.mu.Lock()
 			delete(ds.by, version) // the next caller tries again
 			ds.mu.Unlock()
 		} else {
-			s.d = DictTerms{D: d}
+			s.d = DictTerms{D: d, V: v}
 		}
 		close(s.ready)
 	}

@@ -36,6 +36,9 @@ type Options struct {
 	Workers int     // scan goroutines (default GOMAXPROCS)
 	K1      float32 // BM25 k1 (default 1.2)
 	B       float32 // BM25 b (default 0.75); a negative value means 0
+	// Dims is the length of the items' dense vectors (0: the arena holds
+	// none and scores lexically only).
+	Dims int
 	// ChunkItems is the number of items per chunk, the unit of work of a
 	// worker (default 4096, at most 65536).
 	ChunkItems int
@@ -97,7 +100,8 @@ type Arena struct {
 	dfDense   []uint32
 	dfSparse  map[TermID]uint32
 
-	cands sync.Pool // *[]cand scratch of searches
+	cands  sync.Pool // *[]cand scratch of searches
+	scores sync.Pool // *[]float32 scratch of hybrid searches
 }
 
 // New returns an empty arena.
@@ -127,7 +131,7 @@ func (a *Arena) Add(items ...Item) {
 		if k := len(cs); k > 0 && cs[k-1].n() < a.opts.ChunkItems {
 			c = cs[k-1]
 		} else {
-			c = newChunk(len(a.chunks), it.User)
+			c = newChunk(len(a.chunks), it.User, a.opts.Dims)
 			a.chunks = append(a.chunks, c)
 			a.users[it.User] = append(cs, c)
 		}

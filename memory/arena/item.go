@@ -21,6 +21,11 @@ type Item struct {
 	BornClock int64    // clock position at birth
 	Tau       float32  // decay constant fixed at birth
 	Tokens    uint32   // model tokens of the body: the frame prices hits without reading them
+	// Dense is the item's unit dense vector as int8 (Options.Dims of them;
+	// nil: none), DenseInv the inverse length of that int8 vector, so that
+	// dot·DenseInv is a cosine with a unit query (issue 16).
+	Dense    []int8
+	DenseInv float32
 }
 
 // canonical returns terms sorted ascending without duplicates, frequencies
@@ -112,6 +117,13 @@ func ItemDigest(it Item) uint64 {
 	mix(uint64(len(terms)))
 	for i, t := range terms {
 		mix(uint64(t)<<16 | uint64(freqs[i]))
+	}
+	if len(it.Dense) > 0 { // an item without a vector digests as before
+		mix(uint64(len(it.Dense)))
+		for _, q := range it.Dense {
+			mix(uint64(uint8(q)))
+		}
+		mix(uint64(math.Float32bits(it.DenseInv)))
 	}
 	return h
 }

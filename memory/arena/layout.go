@@ -72,10 +72,16 @@ type chunk struct {
 	offs  []uint32           // item i's terms are enc[offs[i]:offs[i+1]]
 	enc   []byte             // terms and frequencies, see codec.go
 	sig   [sigWords][]uint64 // sig[w][i] is word w of item i's signature
+	// dims components per item in dense (item i at dense[i*dims:]), zeros
+	// for an item without a vector (dinv 0); empty when the arena holds no
+	// vectors (dims 0).
+	dims  int
+	dense []int8
+	dinv  []float32
 }
 
-func newChunk(slot int, user int64) *chunk {
-	return &chunk{slot: slot, user: user, offs: []uint32{0}}
+func newChunk(slot int, user int64, dims int) *chunk {
+	return &chunk{slot: slot, user: user, offs: []uint32{0}, dims: dims}
 }
 
 func (c *chunk) n() int { return len(c.ids) }
@@ -100,6 +106,15 @@ func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32) {
 	}
 	c.enc = appendTerms(c.enc, terms, freqs)
 	c.offs = append(c.offs, uint32(len(c.enc)))
+	if c.dims > 0 {
+		if len(it.Dense) == c.dims && it.DenseInv > 0 {
+			c.dense = append(c.dense, it.Dense...)
+			c.dinv = append(c.dinv, it.DenseInv)
+		} else {
+			c.dense = append(c.dense, make([]int8, c.dims)...)
+			c.dinv = append(c.dinv, 0)
+		}
+	}
 }
 
 // seal drops the append slack of a full chunk.
@@ -114,6 +129,8 @@ func (c *chunk) seal() {
 	c.tfmax = trim(c.tfmax)
 	c.offs = trim(c.offs)
 	c.enc = trim(c.enc)
+	c.dense = trim(c.dense)
+	c.dinv = trim(c.dinv)
 	for w := range c.sig {
 		c.sig[w] = trim(c.sig[w])
 	}
@@ -132,10 +149,15 @@ func (c *chunk) terms(i int) []byte { return c.enc[c.offs[i]:c.offs[i+1]] }
 
 // meta reads back item i without its terms.
 func (c *chunk) meta(i int) Item {
-	return Item{
+	it := Item{
 		ID: c.ids[i], Seq: c.seqs[i], User: c.user, Conv: c.convs[i],
 		Length: c.lens[i], BornClock: c.born[i], Tau: c.taus[i], Tokens: c.toks[i],
 	}
+	if c.dims > 0 && c.dinv[i] > 0 {
+		it.Dense = c.dense[i*c.dims : (i+1)*c.dims : (i+1)*c.dims]
+		it.DenseInv = c.dinv[i]
+	}
+	return it
 }
 
 // item reads back item i, decoding its terms into the given buffers (which
@@ -150,7 +172,8 @@ func (c *chunk) item(i int, terms []TermID, freqs []uint16) Item {
 func (c *chunk) bytes() int {
 	return int(unsafe.Sizeof(*c)) +
 		8*(cap(c.ids)+cap(c.seqs)+cap(c.convs)+cap(c.born)+sigWords*cap(c.sig[0])) +
-		4*(cap(c.taus)+cap(c.toks)+cap(c.lens)+cap(c.offs)) + cap(c.enc) + cap(c.tfmax)
+		4*(cap(c.taus)+cap(c.toks)+cap(c.lens)+cap(c.offs)) + cap(c.enc) + cap(c.tfmax) +
+		cap(c.dense) + 4*cap(c.dinv)
 }
 
 // Hit.Index packs the chunk slot and the position in the chunk.

@@ -16,6 +16,11 @@ type Query struct {
 	AllUsers bool    // every user of the tenant is visible (Users ignored)
 	Exclude  []int64 // item ids never returned (already shown, forbidden)
 	K        int
+	// Dense, when the arena holds vectors of the same length, makes the
+	// search hybrid (hybrid.go): the query's unit vector as int8, DenseInv
+	// the inverse length of that int8 vector.
+	Dense    []int8
+	DenseInv float32
 }
 
 // Hit is one ranked item. Index addresses it in the arena (Arena.Item) until
@@ -24,6 +29,9 @@ type Hit struct {
 	ID    int64
 	Score float32
 	Index int
+	// DenseOnly: a hybrid hit that shares no query term, there by meaning
+	// alone (hybrid.go); always false for a lexical search.
+	DenseOnly bool
 }
 
 // bm25 holds a query prepared against one corpus statistic. The same value

@@ -70,7 +70,8 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 		return nil, st
 	}
 	p := prepare(q, a.n, a.totalLen, a.df, float64(a.opts.K1), float64(a.opts.B))
-	if len(p.terms) == 0 {
+	hybrid := a.opts.Dims > 0 && len(q.Dense) == a.opts.Dims
+	if len(p.terms) == 0 && !hybrid {
 		return nil, st
 	}
 	work := a.visibleChunks(q)
@@ -79,6 +80,9 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 	}
 	if st.Visible == 0 {
 		return nil, st
+	}
+	if hybrid {
+		return a.hybrid(q, &p, work, st.Visible)
 	}
 	s := &scan{a: a, p: &p, k: q.K, work: work, exclude: excludeSet(q.Exclude)}
 	s.prepareTables()

@@ -26,7 +26,7 @@ var vectorData embed.FS
 // Latest is the newest shipped version. Which version a tenant serves is
 // the database's decision (tenant_heads.dict_version, 1 by default); moving
 // to a newer one is a rollout (derive, then flip).
-const Latest = 2
+const Latest = 3
 
 // Builtin parses the shipped dictionary of the given version. It parses on
 // every call (a fraction of a second): call it once at start and share the
@@ -79,4 +79,10 @@ func BuiltinVectors(version int) (*Vectors, error) {
 		return nil, fmt.Errorf("builtin vectors v%d: file says version %d", version, f.Version)
 	}
 	return NewVectors(f)
+}
+
+// HasBuiltinVectors says whether the version ships word vectors.
+func HasBuiltinVectors(version int) bool {
+	_, err := fs.Stat(vectorData, fmt.Sprintf("data/v%d.vec", version))
+	return err == nil
 }

@@ -89,4 +89,14 @@
 // harmonic number. Vectors.Lookup returns that weight with the vector; the
 // common component a SIF vector also removes depends on the tenant's text
 // and is not part of the dictionary.
+//
+// # Version 3
+//
+// Version 3 is data/v3.tsv, the v2 lexicon under its own version and name
+// (gen -version 3), with data/v3.vec. A v3 retrieval row carries, besides
+// its terms, the raw SIF vector of its stored tokens (RawDense: a float32
+// scale and Dims int8), a function of the tokens and this package alone.
+// The tenant's common component (Moments.Component over its rows, frozen
+// when a derivation of the version finishes; DictionaryComponent for a
+// tenant without one) is removed when an arena loads the row (Space).
 package dict

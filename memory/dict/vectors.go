@@ -19,6 +19,7 @@ type Vectors struct {
 	ranks  []uint32         // row -> frequency rank in the source
 	weight []float32        // row -> SIF weight
 	scales []float32        // row -> dequantization scale
+	zipf   int              // source vocabulary size, for DictionaryComponent
 	q      []int8           // row*Dims.. -> quantized components
 }
 
@@ -48,6 +49,7 @@ func NewVectors(f *VectorFile) (*Vectors, error) {
 		ranks:  f.Ranks,
 		weight: make([]float32, len(f.Words)),
 		scales: f.Scales,
+		zipf:   f.ZipfN,
 		q:      f.Q,
 	}
 	hn := harmonic(f.ZipfN)

@@ -28,6 +28,8 @@ type DeriveStore interface {
 	WriteDerived(ctx context.Context, tenantID int64, version int, l store.Lease, rows []store.DerivedRow, upto int64) (store.Rollout, error)
 	FinishDerive(ctx context.Context, tenantID int64, version int, l store.Lease) (store.Rollout, int64, error)
 	LoadDictionary(ctx context.Context, version int) (*dict.Dictionary, error)
+	ReadDenseRows(ctx context.Context, tenantID int64, version int, after int64, limit int) ([]store.DenseRow, error)
+	WriteComponent(ctx context.Context, tenantID int64, version int, component []byte, rows int64) error
 }
 
 // Deriver re-derives a tenant's retrieval rows under a new dictionary
@@ -49,7 +51,7 @@ type Deriver struct {
 	Progress func(store.Rollout)
 
 	mu    sync.Mutex
-	dicts map[int]*dict.Dictionary
+	dicts map[int]memory.DictTerms
 }
 
 // maxSweeps bounds the final passes over items without a row; only items
@@ -77,18 +79,26 @@ func (d *Deriver) batch() int {
 	return d.Batch
 }
 
-func (d *Deriver) dictionary(ctx context.Context, version int) (*dict.Dictionary, error) {
+// dictionary loads a version with its shipped vectors, if any: rows derive
+// their dense vector exactly as capture does.
+func (d *Deriver) dictionary(ctx context.Context, version int) (memory.DictTerms, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if dd := d.dicts[version]; dd != nil {
+	if dd, ok := d.dicts[version]; ok {
 		return dd, nil
 	}
-	dd, err := d.St.LoadDictionary(ctx, version)
+	lex, err := d.St.LoadDictionary(ctx, version)
 	if err != nil {
-		return nil, err
+		return memory.DictTerms{}, err
+	}
+	dd := memory.DictTerms{D: lex}
+	if dict.HasBuiltinVectors(version) {
+		if dd.V, err = dict.BuiltinVectors(version); err != nil {
+			return memory.DictTerms{}, err
+		}
 	}
 	if d.dicts == nil {
-		d.dicts = map[int]*dict.Dictionary{}
+		d.dicts = map[int]memory.DictTerms{}
 	}
 	d.dicts[version] = dd
 	return dd, nil
@@ -149,6 +159,9 @@ func (d *Deriver) Derive(ctx context.Context, tenantID int64, version int, by st
 		if r, err = d.sweep(ctx, tenantID, dd, l, r); err != nil {
 			return r, err
 		}
+		if err := d.component(ctx, tenantID, dd); err != nil {
+			return r, err
+		}
 		var missing int64
 		r, missing, err = d.St.FinishDerive(ctx, tenantID, version, l)
 		if err != nil {
@@ -172,7 +185,7 @@ func (d *Deriver) report(r store.Rollout) {
 }
 
 // pass derives every item after the cursor, in id order.
-func (d *Deriver) pass(ctx context.Context, tenantID int64, dd *dict.Dictionary, l store.Lease, r store.Rollout) (store.Rollout, error) {
+func (d *Deriver) pass(ctx context.Context, tenantID int64, dd memory.DictTerms, l store.Lease, r store.Rollout) (store.Rollout, error) {
 	after := r.DerivedUpto
 	for {
 		items, err := d.St.ReadDeriveBatch(ctx, tenantID, after, d.batch())
@@ -183,7 +196,7 @@ func (d *Deriver) pass(ctx context.Context, tenantID int64, dd *dict.Dictionary,
 			return r, nil
 		}
 		after = items[len(items)-1].ID
-		if r, err = d.St.WriteDerived(ctx, tenantID, dd.Version, l, derive(dd, items), after); err != nil {
+		if r, err = d.St.WriteDerived(ctx, tenantID, dd.D.Version, l, derive(dd, items), after); err != nil {
 			return r, err
 		}
 		d.report(r)
@@ -196,10 +209,10 @@ func (d *Deriver) pass(ctx context.Context, tenantID int64, dd *dict.Dictionary,
 // sweep derives the items the pass could not see: ones that committed with
 // a smaller id after the cursor had passed it, yet without rows for this
 // version (capture writes them, so only rows-less inserts end up here).
-func (d *Deriver) sweep(ctx context.Context, tenantID int64, dd *dict.Dictionary, l store.Lease, r store.Rollout) (store.Rollout, error) {
+func (d *Deriver) sweep(ctx context.Context, tenantID int64, dd memory.DictTerms, l store.Lease, r store.Rollout) (store.Rollout, error) {
 	var after int64
 	for {
-		items, err := d.St.ReadUnderived(ctx, tenantID, dd.Version, after, d.batch())
+		items, err := d.St.ReadUnderived(ctx, tenantID, dd.D.Version, after, d.batch())
 		if err != nil {
 			return r, err
 		}
@@ -207,18 +220,48 @@ func (d *Deriver) sweep(ctx context.Context, tenantID int64, dd *dict.Dictionary
 			return r, nil
 		}
 		after = items[len(items)-1].ID
-		if r, err = d.St.WriteDerived(ctx, tenantID, dd.Version, l, derive(dd, items), 0); err != nil {
+		if r, err = d.St.WriteDerived(ctx, tenantID, dd.D.Version, l, derive(dd, items), 0); err != nil {
 			return r, err
 		}
 	}
 }
 
 // derive computes each item's row exactly as capture does.
-func derive(dd *dict.Dictionary, items []store.TokenItem) []store.DerivedRow {
-	terms := memory.DictTerms{D: dd}
+func derive(terms memory.DictTerms, items []store.TokenItem) []store.DerivedRow {
 	out := make([]store.DerivedRow, len(items))
 	for i, it := range items {
 		out[i] = store.DerivedRow{ItemID: it.ID, Row: memory.DeriveRow(terms, it.Tokens)}
 	}
 	return out
+}
+
+// component freezes the tenant's common component of a version with
+// vectors: the first principal component of every dense row derived so far,
+// summed in item id order (dict.Moments), before the rollout is ready, so
+// the arena that serves the version after the flip and every later capture
+// remove the same direction.
+func (d *Deriver) component(ctx context.Context, tenantID int64, dd memory.DictTerms) error {
+	if dd.V == nil {
+		return nil
+	}
+	m := dd.V.NewMoments()
+	var after int64
+	for {
+		rows, err := d.St.ReadDenseRows(ctx, tenantID, dd.D.Version, after, 4*d.batch())
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			x, err := dd.V.DecodeRaw(r.Dense)
+			if err != nil {
+				return fmt.Errorf("item %d: %w", r.ItemID, err)
+			}
+			m.Add(x)
+		}
+		if len(rows) < 4*d.batch() {
+			break
+		}
+		after = rows[len(rows)-1].ItemID
+	}
+	return d.St.WriteComponent(ctx, tenantID, dd.D.Version, dict.EncodeComponent(m.Component(dd.V)), int64(m.N()))
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,29 @@ type Checker struct {
 
 	mu    sync.Mutex
 	dicts map[int]*dict.Dictionary
+	vecs  map[int]*dict.Vectors
+}
+
+// vectors parses a version's shipped vectors once per checker; nil for a
+// version without them.
+func (c *Checker) vectors(version int) (*dict.Vectors, error) {
+	if !dict.HasBuiltinVectors(version) {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v := c.vecs[version]; v != nil {
+		return v, nil
+	}
+	v, err := dict.BuiltinVectors(version)
+	if err != nil {
+		return nil, err
+	}
+	if c.vecs == nil {
+		c.vecs = map[int]*dict.Vectors{}
+	}
+	c.vecs[version] = v
+	return v, nil
 }
 
 // Check checks one tenant, stores the report with its violations and
@@ -139,6 +163,7 @@ type checkRun struct {
 	notes    []string
 	// expected is what the arena must hold: each item with an active row.
 	expected map[int64]memory.ArenaEntry
+	space    *dict.Space // the arena's dense space, to load rows as it does
 }
 
 func (k *checkRun) add(inv string, item *int64, detail string, rows any) {
@@ -161,6 +186,7 @@ func (k *checkRun) note(format string, args ...any) {
 type version struct {
 	v        int
 	d        *dict.Dictionary // nil: not loadable, rows are not compared
+	vec      *dict.Vectors    // the version's shipped vectors; nil: none
 	mustUpTo int64            // items with id <= mustUpTo must have a row (-1: every item)
 	df       map[int32]int64
 	items    int64
@@ -175,6 +201,7 @@ func (k *checkRun) run(ctx context.Context) error {
 		return fmt.Errorf("arena snapshot: %w", err)
 	} else {
 		before = &a
+		k.space = a.Space
 	}
 	var between []store.LogEvent
 	err := k.c.St.ReadIntegrity(ctx, k.tenantID, func(r *store.IntegrityReader) error {
@@ -238,6 +265,9 @@ func (k *checkRun) versions(ctx context.Context, r *store.IntegrityReader) ([]*v
 			k.note("rows of v%d not compared with a re-derivation: the dictionary is not loaded", v.v)
 		}
 		v.d = d
+		if v.vec, err = k.c.vectors(v.v); err != nil {
+			return nil, err
+		}
 	}
 	return vers, nil
 }
@@ -293,7 +323,7 @@ func (k *checkRun) checkItem(it *store.CheckItem, vers []*version) {
 			v.df[t]++
 		}
 		if v.d != nil {
-			want := memory.DeriveRow(memory.DictTerms{D: v.d}, it.Tokens)
+			want := memory.DeriveRow(memory.DictTerms{D: v.d, V: v.vec}, it.Tokens)
 			if !sameRow(row, want) {
 				k.add(InvRowMismatch, &id, fmt.Sprintf("item %d's v%d row differs from its re-derivation", id, v.v),
 					map[string]any{"item_id": id, "dict_version": v.v,
@@ -302,10 +332,10 @@ func (k *checkRun) checkItem(it *store.CheckItem, vers []*version) {
 			}
 		}
 		if v.v == k.head.DictVersion {
-			k.expected[id] = memory.ArenaEntry{Seq: it.Seq, Digest: memory.ArenaDigest(store.ArenaItem{
+			k.expected[id] = memory.ArenaEntry{Seq: it.Seq, Digest: memory.ArenaDigestIn(store.ArenaItem{
 				ID: id, Seq: it.Seq, UserID: it.UserID, ConvID: it.ConvID, BornClock: it.BornClock, Tau: it.Tau,
-				TermIDs: row.TermIDs, Freqs: row.Freqs, Length: int32(row.Length),
-			})}
+				TermIDs: row.TermIDs, Freqs: row.Freqs, Length: int32(row.Length), Dense: row.Dense,
+			}, k.space)}
 		}
 	}
 	k.checkBirth(it)
@@ -479,7 +509,8 @@ func (k *checkRun) compareArena(a memory.ArenaState, upto int64) {
 }
 
 func sameRow(a, b store.RetrievalRow) bool {
-	return a.Length == b.Length && slices.Equal(a.TermIDs, b.TermIDs) && slices.Equal(a.Freqs, b.Freqs)
+	return a.Length == b.Length && slices.Equal(a.TermIDs, b.TermIDs) && slices.Equal(a.Freqs, b.Freqs) &&
+		bytes.Equal(a.Dense, b.Dense) // issue 16: a v3 row's vector is re-derived too
 }
 
 // differing counts the terms in one row and not the other, or with other

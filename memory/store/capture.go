@@ -16,6 +16,9 @@ type RetrievalRow struct {
 	TermIDs     []int32 // distinct, ascending
 	Freqs       []int16
 	Length      int
+	// Dense is the row's raw SIF vector (dict.Vectors.RawDense) under a
+	// version with word vectors; nil otherwise.
+	Dense []byte
 }
 
 // CaptureItem is one chunk of a captured message.
@@ -76,8 +79,8 @@ const (
 		     AS p(part, body, tokens, token_count, tau, novelty)
 		ORDER BY p.part
 		RETURNING id`
-	insertRetrievalRowSQL = `INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length)
-		VALUES ($1, $2, $3, $4, $5, $6)`
+	insertRetrievalRowSQL = `INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length, dense)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	bumpTermStatsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
 		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n) ORDER BY t.term_id
 		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
@@ -181,7 +184,7 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	lengths := map[int]int64{}
 	for i, it := range c.Items {
 		for _, r := range it.Rows {
-			b.Queue(insertRetrievalRowSQL, c.TenantID, r.DictVersion, out.ItemIDs[i], r.TermIDs, r.Freqs, r.Length)
+			b.Queue(insertRetrievalRowSQL, c.TenantID, r.DictVersion, out.ItemIDs[i], r.TermIDs, r.Freqs, r.Length, r.Dense)
 			if stats[r.DictVersion] == nil {
 				stats[r.DictVersion] = map[int32]int32{}
 			}

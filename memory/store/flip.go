@@ -131,6 +131,7 @@ const (
 	retireRowsSQL   = `DELETE FROM retrieval_rows WHERE tenant_id = $1 AND dict_version = $2`
 	retireTermsSQL  = `DELETE FROM term_stats WHERE tenant_id = $1 AND dict_version = $2`
 	retireCorpusSQL = `DELETE FROM corpus_stats WHERE tenant_id = $1 AND dict_version = $2`
+	retireDenseSQL  = `DELETE FROM dense_components WHERE tenant_id = $1 AND dict_version = $2`
 )
 
 // Retire stops keeping a version that is not active: its rollout, rows and
@@ -156,7 +157,7 @@ func (db *DB) Retire(ctx context.Context, tenantID int64, version int, by Actor)
 			return err
 		}
 		rep.Rows = tag.RowsAffected()
-		for _, q := range []string{retireTermsSQL, retireCorpusSQL} {
+		for _, q := range []string{retireTermsSQL, retireCorpusSQL, retireDenseSQL} {
 			if _, err := tx.Exec(ctx, q, tenantID, version); err != nil {
 				return err
 			}

@@ -111,7 +111,7 @@ const (
 		LEFT JOIN memory_users u ON u.tenant_id = i.tenant_id AND u.id = i.user_id
 		LEFT JOIN conversations c ON c.tenant_id = i.tenant_id AND c.id = i.conversation_id
 		WHERE i.tenant_id = $1 AND i.id > $2 ORDER BY i.id LIMIT $3`
-	checkRowsSQL = `SELECT item_id, dict_version, term_ids, term_freqs, length FROM retrieval_rows
+	checkRowsSQL = `SELECT item_id, dict_version, term_ids, term_freqs, length, dense FROM retrieval_rows
 		WHERE tenant_id = $1 AND item_id = ANY($2) AND dict_version = ANY($3)`
 	checkTermStatsSQL   = `SELECT term_id, df FROM term_stats WHERE tenant_id = $1 AND dict_version = $2`
 	checkCorpusStatsSQL = `SELECT items, total_length FROM corpus_stats WHERE tenant_id = $1 AND dict_version = $2`
@@ -172,7 +172,7 @@ func (r *IntegrityReader) Items(ctx context.Context, after int64, limit int, ver
 	for rr.Next() {
 		var id int64
 		var row RetrievalRow
-		if err := rr.Scan(&id, &row.DictVersion, &row.TermIDs, &row.Freqs, &row.Length); err != nil {
+		if err := rr.Scan(&id, &row.DictVersion, &row.TermIDs, &row.Freqs, &row.Length, &row.Dense); err != nil {
 			return nil, fmt.Errorf("integrity rows: %w", err)
 		}
 		it := &out[at[id]]

@@ -26,6 +26,7 @@ type ArenaItem struct {
 	Freqs     []int16
 	Length    int32
 	Tokens    int32 // model tokens of the body, for pricing the frame without reading it
+	Dense     []byte
 }
 
 // LogEvent is a purge or a dictionary flip in the tenant's log.
@@ -41,6 +42,9 @@ type CatchUp struct {
 	Head   Head
 	Items  []ArenaItem
 	Events []LogEvent
+	// Component is the tenant's frozen common component of the version
+	// read (dense_components), nil when it has none.
+	Component []byte
 }
 
 const (
@@ -48,13 +52,15 @@ const (
 	// The catch-up statements read their upper bound (and, when asked for
 	// version 0, the dictionary version) from the head in the same snapshot,
 	// so the whole catch-up is one round trip.
-	catchUpItemSQL = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau, r.term_ids, r.term_freqs, r.length, i.token_count
+	catchUpItemSQL = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau, r.term_ids, r.term_freqs, r.length, i.token_count, r.dense
 		FROM items i JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id
 			AND r.dict_version = COALESCE(NULLIF($3::int, 0), (SELECT dict_version FROM tenant_heads WHERE tenant_id = $1))
 		WHERE i.tenant_id = $1 AND i.seq > $2 AND i.seq <= (SELECT seq FROM tenant_heads WHERE tenant_id = $1)
 		ORDER BY i.seq, i.id`
 	catchUpLogSQL = `SELECT seq, kind, user_id, dict_version FROM tenant_log
 		WHERE tenant_id = $1 AND seq > $2 AND seq <= (SELECT seq FROM tenant_heads WHERE tenant_id = $1) ORDER BY seq`
+	catchUpComponentSQL = `SELECT component FROM dense_components WHERE tenant_id = $1
+		AND dict_version = COALESCE(NULLIF($2::int, 0), (SELECT dict_version FROM tenant_heads WHERE tenant_id = $1))`
 	logRangeSQL = `SELECT seq, kind, user_id, dict_version FROM tenant_log
 		WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`
 )
@@ -89,6 +95,15 @@ func (db *DB) ReadCatchUp(ctx context.Context, tenantID, watermark int64, dictVe
 			cu.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ArenaItem])
 			return err
 		})
+		if watermark == 0 { // only a cold load sets the arena's component
+			b.Queue(catchUpComponentSQL, tenantID, dictVersion).Query(func(rows pgx.Rows) error {
+				got, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+				if len(got) > 0 {
+					cu.Component = got[0]
+				}
+				return err
+			})
+		}
 	})
 	if err != nil {
 		return CatchUp{}, fmt.Errorf("catch up tenant %d: %w", tenantID, err)

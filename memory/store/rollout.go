@@ -323,12 +323,12 @@ const (
 	// The join skips items purged since they were read; ON CONFLICT skips
 	// rows a capture or an earlier attempt wrote. RETURNING tells which rows
 	// are new, so the counts grow by exactly those.
-	insertDerivedSQL = `INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length)
+	insertDerivedSQL = `INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length, dense)
 		SELECT $1, $2, p.item_id,
 			ARRAY(SELECT t.v::int FROM jsonb_array_elements_text(p.terms) WITH ORDINALITY AS t(v, n) ORDER BY t.n),
 			ARRAY(SELECT f.v::smallint FROM jsonb_array_elements_text(p.freqs) WITH ORDINALITY AS f(v, n) ORDER BY f.n),
-			p.length
-		FROM unnest($3::bigint[], $4::jsonb[], $5::jsonb[], $6::int[]) AS p(item_id, terms, freqs, length)
+			p.length, p.dense
+		FROM unnest($3::bigint[], $4::jsonb[], $5::jsonb[], $6::int[], $7::bytea[]) AS p(item_id, terms, freqs, length, dense)
 		JOIN items i ON i.tenant_id = $1 AND i.id = p.item_id
 		ORDER BY p.item_id
 		ON CONFLICT (tenant_id, dict_version, item_id) DO NOTHING
@@ -359,12 +359,14 @@ func (db *DB) WriteDerived(ctx context.Context, tenantID int64, version int, l L
 		ids := make([]int64, n)
 		terms, freqs := make([][]int32, n), make([][]int16, n)
 		lengths := make([]int32, n)
+		dense := make([][]byte, n)
 		for i, d := range rows {
 			ids[i], terms[i], freqs[i], lengths[i] = d.ItemID, nonNil(d.Row.TermIDs), nonNil(d.Row.Freqs), int32(d.Row.Length)
+			dense[i] = d.Row.Dense
 		}
 		inserted := 0
 		if n > 0 {
-			res, err := tx.Query(ctx, insertDerivedSQL, tenantID, version, ids, terms, freqs, lengths)
+			res, err := tx.Query(ctx, insertDerivedSQL, tenantID, version, ids, terms, freqs, lengths, dense)
 			if err != nil {
 				return fmt.Errorf("insert rows: %w", err)
 			}

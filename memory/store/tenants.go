@@ -225,6 +225,7 @@ var deleteTenantSQL = []string{
 	`DELETE FROM reheats WHERE tenant_id = $1`,
 	`DELETE FROM activations WHERE tenant_id = $1`,
 	`DELETE FROM retrieval_rows WHERE tenant_id = $1`,
+	`DELETE FROM dense_components WHERE tenant_id = $1`,
 	`DELETE FROM term_stats WHERE tenant_id = $1`,
 	`DELETE FROM corpus_stats WHERE tenant_id = $1`,
 	`DELETE FROM items WHERE tenant_id = $1`,
