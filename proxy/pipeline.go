@@ -176,7 +176,7 @@ func (p *Proxy) captureLive(ctx context.Context, t *turn) (*store.Captured, erro
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
 	defer cancel()
 	c, err := p.mem.Capture(cctx, memory.Message{
-		Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(),
+		Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(), Hints: t.hints(),
 	})
 	if err != nil {
 		p.log.Error("capture live message failed", "request_id", t.rid, "tenant", t.who.TenantID, "err", err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/memory/text"
 )
 
@@ -45,8 +46,11 @@ func sessionOf(h http.Header, in *inbound) harnessSession {
 // usableSession: a session id the harness chose is used only when it can
 // be stored as it is; otherwise the conversation falls back to the hash
 // rather than refusing a request the user did not shape.
-func usableSession(s string) bool {
-	if s == "" || len(s) > maxNameLen || !utf8.ValidString(s) {
+func usableSession(s string) bool { return plainText(s, maxNameLen) }
+
+// plainText: non-empty, at most max bytes of UTF-8 without control characters.
+func plainText(s string, max int) bool {
+	if s == "" || len(s) > max || !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
@@ -96,4 +100,25 @@ func firstContent(in *inbound) (first, title string) {
 	}
 	// Nothing but scaffolding: hash what there is, as before.
 	return fallback, firstLine(fallback, 80)
+}
+
+// maxHintLen bounds a hint as the binding log records it; a longer one
+// (or one that cannot be stored as text) is not recorded.
+const maxHintLen = 500
+
+// hints are the identity hints the turn's harness sent, for the binding
+// log: the API user field and the harness's session id.
+func (t *turn) hints() []store.Hint {
+	var out []store.Hint
+	if h := strings.TrimSpace(t.in.userHint); plainText(h, maxHintLen) {
+		field := "user"
+		if t.in.dialect == AnthropicMessages {
+			field = "metadata.user_id"
+		}
+		out = append(out, store.Hint{Subject: field, Value: h})
+	}
+	if t.session.id != "" {
+		out = append(out, store.Hint{Subject: t.session.source, Value: t.session.id})
+	}
+	return out
 }
