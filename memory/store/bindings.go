@@ -71,7 +71,7 @@ const (
 		SELECT tenant_id, 'user', id, display_name, 'purge' FROM memory_users WHERE tenant_id = $1 AND id = $2`
 
 	userBindingsSQL = `SELECT id, kind, user_id, conversation_id, subject, value, source, bound_at
-		FROM bindings WHERE tenant_id = $1 AND user_id = $2 AND conversation_id IS NULL ORDER BY id DESC LIMIT $3`
+		FROM bindings WHERE tenant_id = $1 AND user_id = $2 AND kind <> 'title' ORDER BY id DESC LIMIT $3`
 	conversationBindingsSQL = `SELECT id, kind, user_id, conversation_id, subject, value, source, bound_at
 		FROM bindings WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT $3`
 )
@@ -156,8 +156,9 @@ func (db *DB) RenameConversation(ctx context.Context, tenantID, convID int64, ti
 	return nil
 }
 
-// UserBindings is the history of a user's own bindings (its name and its
-// speakers), newest first, at most limit.
+// UserBindings is the history of a user's bindings (its name, its
+// speakers, the harness hints bound to it; titles are the conversations'),
+// newest first, at most limit.
 func (db *DB) UserBindings(ctx context.Context, tenantID, userID int64, limit int) ([]Binding, error) {
 	return db.bindings(ctx, tenantID, userBindingsSQL, userID, limit)
 }

@@ -76,7 +76,8 @@ func TestBindingLog(t *testing.T) {
 	for _, b := range ub {
 		got = append(got, b.Kind+":"+b.Subject+"="+b.Value+"/"+b.Source)
 	}
-	if want := []string{"user:=Alice Martin/console", "speaker:Dana=Dana/capture", "user:=alice/created"}; !equal(got, want) {
+	if want := []string{"user:=Alice Martin/console", "speaker:Dana=Dana/capture", "hint:metadata.user_id=" + hints[1].Value + "/capture",
+		"hint:x-claude-code-session-id=" + hints[0].Value + "/capture", "user:=alice/created"}; !equal(got, want) {
 		t.Fatalf("user bindings %q, want %q", got, want)
 	}
 	cb, err := db.ConversationBindings(ctx, nt.TenantID, conv, 50)
