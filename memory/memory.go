@@ -5,6 +5,8 @@ package memory
 
 import (
 	"time"
+
+	"github.com/perpetuity/perpetuity/memory/store"
 )
 
 // Who is the asking party of one request.
@@ -27,6 +29,9 @@ type Message struct {
 	Position    int // index in the harness's history; with Text it identifies a retry
 	Interrupted bool
 	At          time.Time
+	// Hints are the harness's identity hints, recorded in the binding log
+	// with the user and conversation they were seen with.
+	Hints []store.Hint
 }
 
 // FrameQuery asks for the frame of one turn.

@@ -118,28 +118,25 @@ func (p *Proxy) chooseUser(ctx context.Context, c echo.Context, who memory.Who, 
 }
 
 // conversationKey is X-Perpetuity-Conversation, else the harness's own
-// conversation id, else a deterministic hash of the user, the system prompt
-// and the first user message: a harness that resends its whole history
-// keeps one conversation.
-func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title string, err error) {
-	first := ""
-	for _, m := range in.messages {
-		if m.role == "user" && !m.toolOnly {
-			first = m.text
-			break
-		}
-	}
-	title = firstLine(first, 80)
+// session id (session.go), else the Responses conversation id, else a
+// deterministic hash of the user, the system prompt and the first user
+// message with content of its own: a harness that resends its whole
+// history keeps one conversation.
+func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title string, hs harnessSession, err error) {
+	first, title := firstContent(in)
 	if h := strings.TrimSpace(c.Request().Header.Get(HeaderConversation)); h != "" {
 		if len(h) > maxNameLen {
-			return "", "", errBadRequest("%s: longer than %d bytes", HeaderConversation, maxNameLen)
+			return "", "", hs, errBadRequest("%s: longer than %d bytes", HeaderConversation, maxNameLen)
 		}
-		return "h:" + h, title, nil
+		return "h:" + h, title, hs, nil
+	}
+	if hs = sessionOf(c.Request().Header, in); hs.id != "" {
+		return "x:" + hs.id, title, hs, nil
 	}
 	if in.session != "" && len(in.session) <= maxNameLen {
 		// The harness's own conversation id (Responses "conversation"):
 		// its requests carry only the new items, so no first message to hash.
-		return "s:" + in.session, title, nil
+		return "s:" + in.session, title, hs, nil
 	}
 	s := sha256.New()
 	s.Write([]byte(strconv.FormatInt(who.UserID, 10)))
@@ -147,7 +144,7 @@ func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title st
 	s.Write([]byte(in.system))
 	s.Write([]byte{0})
 	s.Write([]byte(first))
-	return "auto:" + hex.EncodeToString(s.Sum(nil))[:32], title, nil
+	return "auto:" + hex.EncodeToString(s.Sum(nil))[:32], title, hs, nil
 }
 
 func firstLine(s string, max int) string {

@@ -67,6 +67,8 @@ type turn struct {
 	liveText string
 	// loop runs the memory tools; nil when they are off for this turn.
 	loop *toolLoop
+	// session is the harness's own session id, when it sent one.
+	session harnessSession
 }
 
 func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
@@ -104,10 +106,11 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 		if t.up, err = p.route(t.in, req.Header, p.tr.WithLogger(p.log.With("request_id", t.rid))); err != nil {
 			return err
 		}
-		convKey, title, err := conversationKey(c, t.who, t.in)
+		convKey, title, hs, err := conversationKey(c, t.who, t.in)
 		if err != nil {
 			return err
 		}
+		t.session = hs
 		// With neither capture nor recall the request has no use for its
 		// conversation: the pass-through path stays off the database.
 		if t.sw.capture || t.sw.recall {
@@ -173,7 +176,7 @@ func (p *Proxy) captureLive(ctx context.Context, t *turn) (*store.Captured, erro
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
 	defer cancel()
 	c, err := p.mem.Capture(cctx, memory.Message{
-		Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(),
+		Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(), Hints: t.hints(),
 	})
 	if err != nil {
 		p.log.Error("capture live message failed", "request_id", t.rid, "tenant", t.who.TenantID, "err", err)

@@ -29,6 +29,9 @@ type inbound struct {
 	// session is a conversation id the harness itself sent (Responses
 	// "conversation"), which names the conversation when present.
 	session string
+	// cacheKey is the Responses prompt_cache_key, which Codex CLI sets to
+	// its thread id (session.go).
+	cacheKey string
 	// stateful: the provider holds the history (Responses
 	// previous_response_id or conversation), so there is none to replace.
 	stateful bool

@@ -39,6 +39,9 @@ func parseResponsesInput(in *inbound) (*inbound, error) {
 	if raw, ok := in.fields["user"]; ok {
 		_ = json.Unmarshal(raw, &in.userHint)
 	}
+	if raw, ok := in.fields["prompt_cache_key"]; ok {
+		_ = json.Unmarshal(raw, &in.cacheKey)
+	}
 	if raw, ok := in.fields["conversation"]; ok && !isNull(raw) {
 		in.session = openai.ConversationID(raw)
 		in.stateful = true

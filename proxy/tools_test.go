@@ -211,6 +211,19 @@ func checkRounds(t *testing.T, d Dialect, reqs []fakeprovider.Recorded, harnessT
 		if strings.Contains(string(rec.Body), "HARNESS COPY") {
 			t.Fatalf("round %d got the harness's history instead of the frame", i+1)
 		}
+		// The instruction says what the frame is where it stands (issue 17):
+		// in both dialects the frame follows the system prompt (Anthropic's
+		// own field; OpenAI's leading system messages).
+		var top map[string]json.RawMessage
+		_ = json.Unmarshal(rec.Body, &top)
+		ins, _ := json.Marshal(memory.ToolInstructions)
+		at, frameAt := strings.Index(string(top["messages"]), strings.Trim(string(ins), `"`)), strings.Index(string(top["messages"]), "[memory]")
+		if _, anthropic := top["system"]; anthropic {
+			at = -1 // not among the messages: before all of them
+		}
+		if frameAt < 0 || at > frameAt || strings.Contains(memory.ToolInstructions, "above") {
+			t.Fatalf("round %d: the instruction (at %d) must precede the frame (at %d) and say so: %q", i+1, at, frameAt, memory.ToolInstructions)
+		}
 		if i == 0 {
 			if len(u.calls) != 0 {
 				t.Fatalf("round 1 ends with tool calls: %s", rec.Body)

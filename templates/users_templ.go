@@ -364,6 +364,10 @@ func UserPage(p Page, d UserDetail) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
+			templ_7745c5c3_Err = bindingSection(p, "/console/users/"+itoa(d.User.ID)+"/rename", "Display name", d.User.Display, d.Bindings).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 			if len(d.Keys) > 0 {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<h3>Keys bound to this user</h3>")
 				if templ_7745c5c3_Err != nil {

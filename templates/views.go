@@ -142,6 +142,13 @@ type UserDetail struct {
 	User          UserRow
 	Conversations []ConversationRow
 	Keys          []KeyRow
+	Bindings      []BindingRow // the user's binding history, newest first
+}
+
+// BindingRow is one row of the binding log.
+type BindingRow struct {
+	Kind, Subject, Value, Source string
+	When, Ago                    string
 }
 
 // Item is one stored item as the memory browser shows it.
@@ -170,11 +177,12 @@ type Memory struct {
 
 // Conversation is every turn of one conversation with its heat.
 type Conversation struct {
-	ID     int64
-	Title  string
-	User   string
-	UserID int64
-	Items  []Item
+	ID       int64
+	Title    string
+	User     string
+	UserID   int64
+	Items    []Item
+	Bindings []BindingRow // the conversation's binding history, newest first
 }
 
 // AccountRow is one console account of the tenant.
@@ -226,4 +234,19 @@ type TenantRow struct {
 	Created  string
 	Accounts int64
 	Current  bool
+}
+
+// bindingWhat says what a binding binds, in the console's words.
+func bindingWhat(b BindingRow) string {
+	switch b.Kind {
+	case "user":
+		return "display name"
+	case "speaker":
+		return "speaker " + b.Subject
+	case "title":
+		return "title"
+	case "hint":
+		return "harness hint " + b.Subject
+	}
+	return b.Kind
 }

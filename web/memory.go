@@ -115,6 +115,10 @@ func (c *Console) conversation(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	v := templates.Conversation{ID: meta.ID, Title: meta.Title, User: meta.User, UserID: meta.UserID, Items: toView(items, time.Now())}
+	bindings, err := c.conversationBindings(ctx, s.TenantID, id)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	v := templates.Conversation{ID: meta.ID, Title: meta.Title, User: meta.User, UserID: meta.UserID, Items: toView(items, time.Now()), Bindings: bindings}
 	return c.render(ec, http.StatusOK, templates.ConversationPage(c.page(ec, s, meta.Title, "memory"), v))
 }

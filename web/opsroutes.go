@@ -17,5 +17,7 @@ func (c *Console) opsRoutes() []route {
 		{http.MethodPost, "/console/integrity", t(c.runIntegrity)},
 		{http.MethodGet, "/console/integrity/:id", t(c.integrityReport)},
 		{http.MethodPost, "/console/users/:id/purge", t(c.purgeUser)},
+		{http.MethodPost, "/console/users/:id/rename", t(c.renameUser)},
+		{http.MethodPost, "/console/conversations/:id/rename", t(c.renameConversation)},
 	}
 }

@@ -117,7 +117,11 @@ func (c *Console) user(ec echo.Context, s *session) error {
 		return c.internal(ec, err)
 	}
 	now := time.Now()
-	d := templates.UserDetail{User: us[0], Keys: keys}
+	bindings, err := c.userBindings(ctx, s.TenantID, id)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	d := templates.UserDetail{User: us[0], Keys: keys, Bindings: bindings}
 	for _, cv := range convs {
 		d.Conversations = append(d.Conversations, templates.ConversationRow{
 			ID: cv.ID, Title: cv.Title, Items: cv.Items, Started: exact(cv.Started), Last: agoPtr(cv.Last, now),

@@ -225,6 +225,9 @@ func (k *checkRun) run(ctx context.Context) error {
 		if err := k.checkViewers(ctx, r); err != nil {
 			return err
 		}
+		if err := k.checkBindings(ctx, r); err != nil {
+			return err
+		}
 		if before != nil && before.Watermark <= k.head.Seq {
 			between, err = r.LogEvents(ctx, before.Watermark, k.head.Seq)
 		}
@@ -233,7 +236,7 @@ func (k *checkRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	k.note("chain edges and bindings: this schema has no such tables yet, nothing to check")
+	k.note("chain edges: this schema has no such tables yet, nothing to check")
 	if before == nil {
 		return nil
 	}

@@ -122,6 +122,19 @@ func TestIntegrityFindsEachBrokenInvariant(t *testing.T) {
 			 WHERE tenant_id = $1 AND dict_version = 1 AND $3::bigint + $4::bigint <> 0`,
 			`DELETE FROM items WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
 			want: []string{ops.InvArenaExtra}},
+		{name: "user name unbound", sql: []string{
+			`DELETE FROM bindings WHERE tenant_id = $1 AND user_id = $3 AND kind = 'user' AND $2::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvBindingUnbound}},
+		{name: "conversation title unbound", sql: []string{
+			`DELETE FROM bindings WHERE tenant_id = $1 AND conversation_id = $4 AND kind = 'title' AND $2::bigint + $3::bigint <> 0`},
+			want: []string{ops.InvBindingUnbound}},
+		{name: "title changed outside the log", sql: []string{
+			`UPDATE conversations SET title = title || ' (edited)' WHERE tenant_id = $1 AND id = $4 AND $2::bigint + $3::bigint <> 0`},
+			want: []string{ops.InvBindingStale}},
+		{name: "binding of a conversation naming another user", sql: []string{
+			`INSERT INTO bindings (tenant_id, kind, user_id, conversation_id, subject, value, source)
+			 SELECT $1, 'hint', $3, $4, 'user', 'session-1', 'capture' WHERE $2::bigint <> 0`},
+			want: []string{ops.InvBindingOwner}},
 		{name: "arena serving another version",
 			arena: func(a *memory.ArenaState) { a.DictVersion = 7 },
 			want:  []string{ops.InvArenaVersion}},

@@ -78,6 +78,18 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 		}
 	}
 	bobBefore := f.userState(t, bob.UserID)
+	if err := f.db.RenameUser(ctx, f.nt.TenantID, alice.UserID, "Alice Martin", "console"); err != nil {
+		t.Fatal(err)
+	}
+	bindingsOf := func(user int64) string {
+		var s string
+		if err := f.owner.QueryRow(ctx, `SELECT coalesce(string_agg(kind || ':' || value || '/' || source, ',' ORDER BY id), '')
+			FROM bindings WHERE tenant_id = $1 AND user_id = $2`, f.nt.TenantID, user).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	bobBindings := bindingsOf(bob.UserID)
 
 	id, rep, err := ops.PurgeByName(ctx, f.db, f.nt.TenantID, "alice", store.Actor{Email: "admin@example.com"})
 	if err != nil {
@@ -102,6 +114,13 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	}
 	if n := f.int64(t, `SELECT count(*) FROM retrieval_rows r WHERE r.tenant_id = $1 AND r.item_id = ANY($2)`, f.nt.TenantID, aliceItems); n != 0 {
 		t.Fatalf("%d of alice's rows left", n)
+	}
+	// The binding history goes with the memory; the user remains, named.
+	if got := bindingsOf(alice.UserID); got != "user:Alice Martin/purge" || rep.Bindings < 4 {
+		t.Fatalf("alice's bindings after the purge %q (%d purged)", got, rep.Bindings)
+	}
+	if got := bindingsOf(bob.UserID); got != bobBindings || got == "" {
+		t.Fatalf("bob's bindings changed: %q, were %q", got, bobBindings)
 	}
 	if got := f.userState(t, bob.UserID); got != bobBefore {
 		t.Fatalf("bob's memory changed:\n%s\n---\n%s", bobBefore, got)

@@ -45,6 +45,9 @@ type Capture struct {
 	// ClockAdvance is how many model tokens this message moves the user's clock.
 	ClockAdvance int
 	Items        []CaptureItem
+	// Hints are the harness's identity hints, bound to the user and the
+	// conversation in this transaction (bindings.go).
+	Hints []Hint
 }
 
 // Captured reports what a capture stored.
@@ -200,6 +203,7 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		b.Queue(bumpCorpusSQL, c.TenantID, v, n, lengths[v])
 	}
 	b.Queue(bornHotSQL, c.TenantID, c.UserID, out.ItemIDs, out.Clock, BornPeak, taus, tcs)
+	queueCaptureBindings(b, c)
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, fmt.Errorf("store retrieval rows and activation: %w", err)

@@ -19,6 +19,7 @@ type PurgeReport struct {
 	Items         int64 `json:"items"`
 	Messages      int64 `json:"messages"`
 	Conversations int64 `json:"conversations"`
+	Bindings      int64 `json:"bindings"`
 	Seq           int64 `json:"seq"`
 }
 
@@ -51,8 +52,9 @@ const (
 
 // PurgeUser removes a memory user's whole memory in one transaction: items
 // (with their retrieval rows, activations and reheats), messages,
-// conversations, the user's own activations of others' items, and the
-// frequency counts they contributed. A purge event in the tenant log makes
+// conversations, the user's own activations of others' items, the
+// frequency counts they contributed, and the user's binding history (its
+// current name is bound again, as the user remains). A purge event in the tenant log makes
 // every serving process drop the user's items before its next scan. The
 // memory user and its keys remain.
 func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (PurgeReport, error) {
@@ -80,6 +82,13 @@ func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (
 				return fmt.Errorf("purge activations: %w", err)
 			}
 		}
+		// Before the conversations, whose removal would take their
+		// bindings along uncounted.
+		n, err := purgeBindings(ctx, tx, tenantID, userID)
+		if err != nil {
+			return err
+		}
+		rep.Bindings = n
 		counts := []*int64{&rep.Items, &rep.Messages, &rep.Conversations}
 		for i, q := range []string{purgeItemsSQL, purgeMessagesSQL, purgeConvsSQL} {
 			tag, err := tx.Exec(ctx, q, tenantID, userID)

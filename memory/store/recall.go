@@ -127,7 +127,7 @@ type RenderItem struct {
 	UserID      int64
 	ConvID      int64
 	Role        string
-	Speaker     string // stored speaker, or the owner's current display name
+	Speaker     string // the latest binding of the stored speaker, or of the owner's display name
 	Part        int
 	Body        string
 	TokenCount  int
@@ -151,13 +151,23 @@ const (
 	datedSQL  = `SELECT id, token_count FROM items
 		WHERE tenant_id = $1 AND user_id = $2 AND born_at >= $3 AND born_at < $4
 		ORDER BY born_at, id LIMIT $5`
+	// Labels resolve through the latest binding of their subject (the
+	// binding log, bindings.go): the stored speaker's label in the owner's
+	// memory, else for the user's turns the owner's display name; the
+	// conversation's title. An unbound label is empty (rendered "unknown";
+	// the integrity check reports it). Each is one index probe.
 	renderSQL = `SELECT i.id, i.message_id, i.user_id, i.conversation_id, i.role,
-			CASE WHEN i.speaker <> '' THEN i.speaker WHEN i.role = 'user' THEN u.display_name ELSE 'assistant' END,
-			i.part, i.body, i.token_count, i.born_at, m.interrupted, c.title
+			CASE WHEN i.speaker = '' AND i.role <> 'user' THEN 'assistant'
+			ELSE COALESCE((SELECT b.value FROM bindings b
+				WHERE b.tenant_id = i.tenant_id AND b.user_id = i.user_id
+					AND b.kind = CASE WHEN i.speaker <> '' THEN 'speaker' ELSE 'user' END AND b.subject = i.speaker
+				ORDER BY b.id DESC LIMIT 1), '') END,
+			i.part, i.body, i.token_count, i.born_at, m.interrupted,
+			COALESCE((SELECT b.value FROM bindings b
+				WHERE b.tenant_id = i.tenant_id AND b.conversation_id = i.conversation_id AND b.kind = 'title'
+				ORDER BY b.id DESC LIMIT 1), '')
 		FROM items i
 		JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
-		JOIN memory_users u ON u.tenant_id = i.tenant_id AND u.id = i.user_id
-		JOIN conversations c ON c.tenant_id = i.tenant_id AND c.id = i.conversation_id
 		WHERE i.tenant_id = $1 AND i.id = ANY($2)`
 )
 

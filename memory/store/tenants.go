@@ -88,6 +88,9 @@ func (db *DB) CreateTenantScoped(ctx context.Context, name, firstUser string, sc
 		if err := tx.QueryRow(ctx, insertUserSQL, out.TenantID, firstUser, firstUser).Scan(&out.UserID); err != nil {
 			return fmt.Errorf("insert first user: %w", err)
 		}
+		if err := bindNewUser(ctx, tx, out.TenantID, out.UserID, firstUser, "created"); err != nil {
+			return err
+		}
 		out.UserName = firstUser
 		key, hash, err := NewKey()
 		if err != nil {
@@ -177,7 +180,7 @@ func (db *DB) TouchKey(ctx context.Context, tenantID, keyID int64) error {
 // even when a concurrent insert of the same name committed after this
 // statement's snapshot (DO NOTHING would return no row at all).
 const ensureUserSQL = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $2)
-	ON CONFLICT (tenant_id, name) DO UPDATE SET name = EXCLUDED.name RETURNING id`
+	ON CONFLICT (tenant_id, name) DO UPDATE SET name = EXCLUDED.name RETURNING id, xmax = 0`
 
 // EnsureUser returns the id of the tenant's memory user with this name,
 // creating it on first sight.
@@ -186,10 +189,14 @@ func (db *DB) EnsureUser(ctx context.Context, tenantID int64, name string) (int6
 	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
 		// Read first: the common case writes nothing and commits without a WAL flush.
 		err := tx.QueryRow(ctx, userByNameSQL, tenantID, name).Scan(&id)
-		if err == pgx.ErrNoRows {
-			err = tx.QueryRow(ctx, ensureUserSQL, tenantID, name).Scan(&id)
+		if err != pgx.ErrNoRows {
+			return err
 		}
-		return err
+		var inserted bool // xmax = 0: this statement made the row
+		if err := tx.QueryRow(ctx, ensureUserSQL, tenantID, name).Scan(&id, &inserted); err != nil || !inserted {
+			return err
+		}
+		return bindNewUser(ctx, tx, tenantID, id, name, "created")
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ensure user: %w", err)
@@ -200,7 +207,7 @@ func (db *DB) EnsureUser(ctx context.Context, tenantID int64, name string) (int6
 const findConversationSQL = `SELECT id FROM conversations WHERE tenant_id = $1 AND user_id = $2 AND ext_key = $3`
 
 const ensureConversationSQL = `INSERT INTO conversations (tenant_id, user_id, ext_key, title) VALUES ($1, $2, $3, $4)
-	ON CONFLICT (tenant_id, user_id, ext_key) DO UPDATE SET ext_key = EXCLUDED.ext_key RETURNING id`
+	ON CONFLICT (tenant_id, user_id, ext_key) DO UPDATE SET ext_key = EXCLUDED.ext_key RETURNING id, xmax = 0`
 
 // EnsureConversation returns the id of the user's conversation with this
 // key, creating it on first sight.
@@ -208,10 +215,14 @@ func (db *DB) EnsureConversation(ctx context.Context, tenantID, userID int64, ex
 	var id int64
 	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, findConversationSQL, tenantID, userID, extKey).Scan(&id)
-		if err == pgx.ErrNoRows {
-			err = tx.QueryRow(ctx, ensureConversationSQL, tenantID, userID, extKey, title).Scan(&id)
+		if err != pgx.ErrNoRows {
+			return err
 		}
-		return err
+		var inserted bool
+		if err := tx.QueryRow(ctx, ensureConversationSQL, tenantID, userID, extKey, title).Scan(&id, &inserted); err != nil || !inserted {
+			return err
+		}
+		return bindNewConversation(ctx, tx, tenantID, userID, id, title, "created")
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ensure conversation: %w", err)
@@ -230,6 +241,7 @@ var deleteTenantSQL = []string{
 	`DELETE FROM corpus_stats WHERE tenant_id = $1`,
 	`DELETE FROM items WHERE tenant_id = $1`,
 	`DELETE FROM messages WHERE tenant_id = $1`,
+	`DELETE FROM bindings WHERE tenant_id = $1`,
 	`DELETE FROM conversations WHERE tenant_id = $1`,
 	`DELETE FROM requests WHERE tenant_id = $1`,
 	`DELETE FROM tenant_log WHERE tenant_id = $1`,

@@ -46,6 +46,9 @@ func (db *DB) EnsureUserForKey(ctx context.Context, tenantID, keyID int64, name 
 		if err != nil {
 			return err
 		}
+		if err := bindNewUser(ctx, tx, tenantID, id, name, "created"); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, pruneUserCreationsSQL, tenantID, keyID); err != nil {
 			return err
 		}

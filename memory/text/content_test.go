@@ -69,6 +69,27 @@ func TestContent(t *testing.T) {
 			"look at this <ide_selection path=\"a.go\">func main() {}</ide_selection>",
 			"look at this",
 		},
+		{
+			"codex environment context",
+			"<environment_context>\n  <cwd>/home/dev/shop</cwd>\n  <shell>bash</shell>\n  <current_date>2026-11-30</current_date>\n</environment_context>",
+			"",
+		},
+		{
+			"codex AGENTS.md instructions",
+			"# AGENTS.md instructions for /home/dev/shop\n\n<INSTRUCTIONS>\nRun go test before committing.\n</INSTRUCTIONS>\n<environment_context>\n  <cwd>/home/dev/shop</cwd>\n</environment_context>",
+			"",
+		},
+		{
+			"codex user instructions (older versions)",
+			"<user_instructions>\n\nRun go test before committing.\n\n</user_instructions>",
+			"",
+		},
+		{
+			"codex turn aborted then a prompt",
+			"<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>\nnow try the other approach",
+			"now try the other approach",
+		},
+		{"instructions mentioned in words stay", "where do AGENTS.md instructions go?", "where do AGENTS.md instructions go?"},
 		{"interrupted mid-text is words", "I wrote [Request interrupted by user] in a doc", "I wrote [Request interrupted by user] in a doc"},
 	}
 	for _, tt := range tests {
