@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -65,7 +66,9 @@ func TestDeriveHelperProcess(t *testing.T) {
 func TestDeriveSurvivesKill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t)
+	// Its own database: the tenant it flips would make v2 the version other
+	// tests' new tenants start on.
+	f := newFixtureOn(t, openDB(t, dbtest.New(t)))
 	ids := f.say(t, f.eng, f.who(t, "alice", "c1"), 11, 0, 32)
 
 	app := "derive-helper-" + strings.ToLower(rand.Text()[:8])

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"errors"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
 	"slices"
 	"sync"
 	"testing"
@@ -44,7 +45,9 @@ func (f *fixture) snapshot(t *testing.T, eng *memory.Engine) memory.ArenaState {
 func TestRolloutForwardAndBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t)
+	// Its own database: a tenant it flips would make that version the one
+	// other tests' new tenants start on (the version most tenants serve).
+	f := newFixtureOn(t, openDB(t, dbtest.New(t)))
 	w := f.who(t, "alice", "c1")
 	f.say(t, f.eng, w, 1, 0, 40)
 	if _, err := f.eng.Frame(ctx, memory.FrameQuery{Who: w, Live: "tomato garden children", Now: time.Now()}); err != nil {
@@ -158,7 +161,9 @@ func TestRolloutForwardAndBack(t *testing.T) {
 func TestCaptureDuringDerivation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t)
+	// Its own database: a tenant it flips would make that version the one
+	// other tests' new tenants start on (the version most tenants serve).
+	f := newFixtureOn(t, openDB(t, dbtest.New(t)))
 	w := f.who(t, "alice", "c1")
 	f.say(t, f.eng, w, 2, 0, 10) // the engine now caches "v1 only"
 	if _, err := f.db.StartDerive(ctx, f.nt.TenantID, 2, admin); err != nil {
@@ -208,7 +213,9 @@ type reading struct {
 func TestFlipUnderLoad(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t)
+	// Its own database: a tenant it flips would make that version the one
+	// other tests' new tenants start on (the version most tenants serve).
+	f := newFixtureOn(t, openDB(t, dbtest.New(t)))
 	w := f.who(t, "alice", "c1")
 	f.say(t, f.eng, w, 3, 0, 30)
 	engines := []*memory.Engine{f.eng, f.engine()}
@@ -359,7 +366,9 @@ func (c *cancelOnWrite) WriteDerived(ctx context.Context, tenantID int64, versio
 // the next run finishes it to rows and counts equal to their recount.
 func TestDeriveResumesAfterCancel(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	// Its own database: a tenant it flips would make that version the one
+	// other tests' new tenants start on (the version most tenants serve).
+	f := newFixtureOn(t, openDB(t, dbtest.New(t)))
 	w := f.who(t, "alice", "c1")
 	ids := f.say(t, f.eng, w, 4, 0, 23)
 	ctx, cancel := context.WithCancel(context.Background())
