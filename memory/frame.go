@@ -44,7 +44,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		fr := store.FrameRead{ViewerID: q.UserID, ConvID: q.ConversationID,
 			Horizon: horizon(e.opt.BaseTau * maxTauFactor), Recent: e.opt.Recent}
 		if e.opt.DatedRank > 0 {
-			fr.Dated = DateRanges(q.Live)
+			fr.Dated = DateRanges(queryText(q.Live))
 		}
 		in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
 		inputs <- frameInputs{in, err}
@@ -53,10 +53,14 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	terms := d.QueryTerms(e.an.Normalize(e.an.ChunkContent(q.Live, []string{q.Live})[0]))
+	terms := e.questionTerms(d, q.Live)
 	var hits []arena.Hit
 	if len(terms) > 0 {
-		aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}
+		workers, release, err := e.admit(ctx, q.TenantID)
+		if err != nil {
+			return Frame{}, err
+		}
+		aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates, Workers: workers}
 		scan := time.Now()
 		hits = r.arena.Search(aq)
 		if e.opt.Expansion.terms > 0 {
@@ -65,6 +69,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 				hits = r.arena.Search(aq)
 			}
 		}
+		release()
 		e.observer().Duration("scan", time.Since(scan))
 	}
 	got := <-inputs

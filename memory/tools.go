@@ -69,7 +69,14 @@ type ToolState struct {
 	Now       time.Time
 	Shown     map[int64]bool
 	Retrieved []int64 // the turn's full ranked retrieval, before the cap
+	scans     int     // memory_search and memory_count calls run this turn
 }
+
+// MaxToolScans bounds the calls one turn runs of the tools that scan the
+// arena (memory_search, memory_count), across its rounds: a reply may ask
+// for any number of calls at once. Calls beyond it get an error text. The
+// other tools read a bounded number of stored turns each.
+const MaxToolScans = 16
 
 // NewToolState starts a turn's tool state from its frame.
 func NewToolState(q FrameQuery, f Frame) *ToolState {
@@ -93,6 +100,14 @@ func (e *Engine) RunTool(ctx context.Context, st *ToolState, name string, args j
 		Depth        int    `json:"depth"`
 		By           string `json:"by"`
 		Examples     int    `json:"examples"`
+	}
+	if !IsTool(name) {
+		return "", fmt.Errorf("unknown memory tool %q", name)
+	}
+	if name == ToolSearch || name == ToolCount {
+		if st.scans++; st.scans > MaxToolScans {
+			return fmt.Sprintf("error: at most %d memory_search and memory_count calls per turn; answer with what you have", MaxToolScans), nil
+		}
 	}
 	if len(args) > 0 && string(args) != "null" {
 		if err := json.Unmarshal(args, &a); err != nil {
@@ -129,7 +144,7 @@ func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclu
 	if err != nil {
 		return nil, err
 	}
-	terms := d.QueryTerms(e.an.Normalize(query))
+	terms := e.textTerms(d, query)
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -137,7 +152,12 @@ func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclu
 	for id := range exclude {
 		ids = append(ids, id)
 	}
-	return r.arena.Search(arena.Query{Terms: terms, Users: []int64{who.UserID}, Exclude: ids, K: k}), nil
+	workers, release, err := e.admit(ctx, who.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return r.arena.Search(arena.Query{Terms: terms, Users: []int64{who.UserID}, Exclude: ids, K: k, Workers: workers}), nil
 }
 
 func (e *Engine) toolSearch(ctx context.Context, st *ToolState, query, from, to string, conv int64, limit int) (string, error) {
