@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -59,8 +60,15 @@ type Options struct {
 	Candidates int
 	// Recent is how many items of the current conversation are always shown.
 	Recent int
-	// Workers is how many goroutines a scan uses (0: GOMAXPROCS).
+	// Workers is how many goroutines a scan uses at most (0: GOMAXPROCS).
 	Workers int
+	// Scans share the process through a gate (gate.go): each tenant's scans
+	// hold at most ScanShare worker slots at once (0: GOMAXPROCS), all
+	// scans at most ScanSlots (0: 4*ScanShare); a scan waits at most
+	// ScanWait for its slots (0: 10s) and a tenant may have at most
+	// ScanQueue scans waiting (0: 256), else ErrBusy.
+	ScanShare, ScanSlots, ScanQueue int
+	ScanWait                        time.Duration
 	// K1 and B are the BM25 parameters (0: the arena's defaults).
 	K1, B float32
 	// Expansion tunes pseudo-relevance feedback (zero: the defaults).
@@ -105,6 +113,7 @@ type Engine struct {
 	dicts   *dictionaries // every dictionary version this process has needed
 	vers    *versionCache // per tenant, the versions a capture writes rows for
 	pending *reheats      // deferred reheats, per viewer
+	gate    *scanGate     // worker slots of the scans, shared fairly by tenants
 }
 
 // New builds an engine.
@@ -142,6 +151,21 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	if opt.Context == (Context{}) {
 		opt.Context = Context{Hits: 40, Lag: 4}
 	}
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opt.ScanShare <= 0 {
+		opt.ScanShare = runtime.GOMAXPROCS(0)
+	}
+	if opt.ScanSlots <= 0 {
+		opt.ScanSlots = 4 * opt.ScanShare
+	}
+	if opt.ScanQueue <= 0 {
+		opt.ScanQueue = 256
+	}
+	if opt.ScanWait <= 0 {
+		opt.ScanWait = 10 * time.Second
+	}
 	vs, _ := st.(versionStore)
 	vecs := newVectorCache()
 	if dt, ok := dict.(DictTerms); ok && dt.V == nil {
@@ -152,7 +176,22 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 		}
 	}
 	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}, vecs),
-		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors)}
+		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors),
+		gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait)}
+}
+
+// admit waits for the tenant's turn to scan and returns the workers its
+// scans may use and the function that hands them back.
+func (e *Engine) admit(ctx context.Context, tenantID int64) (int, func(), error) {
+	start := time.Now()
+	n, err := e.gate.acquire(ctx, tenantID, e.opt.Workers)
+	if d := time.Since(start); d > time.Millisecond {
+		e.observer().Duration("scan_wait", d)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("scan: %w", err)
+	}
+	return n, func() { e.gate.release(tenantID, n) }, nil
 }
 
 // Fingerprint identifies a message within its conversation: the same role,

@@ -49,7 +49,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		fr := store.FrameRead{ViewerID: q.UserID, ConvID: q.ConversationID,
 			Horizon: horizon(e.opt.BaseTau * maxTauFactor), Recent: e.opt.Recent}
 		if e.opt.DatedRank > 0 {
-			fr.Dated = DateRanges(q.Live)
+			fr.Dated = DateRanges(queryText(q.Live))
 		}
 		in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
 		inputs <- frameInputs{in, err}
@@ -58,12 +58,17 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	toks := e.an.Normalize(e.an.ChunkContent(q.Live, []string{q.Live})[0])
+	toks := e.questionTokens(q.Live)
 	terms := d.QueryTerms(toks)
 	aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}
 	denseQuery(r.space, toks, &aq) // dense.go: a hybrid scan under a version with vectors
 	var hits []arena.Hit
 	if len(terms) > 0 || aq.Dense != nil {
+		workers, release, err := e.admit(ctx, q.TenantID)
+		if err != nil {
+			return Frame{}, err
+		}
+		aq.Workers = workers
 		scan := time.Now()
 		hits = r.arena.Search(aq)
 		// Under a hybrid scan the words of the top turns add nothing the
@@ -75,6 +80,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 				hits = r.arena.Search(aq)
 			}
 		}
+		release()
 		e.observer().Duration("scan", time.Since(scan))
 	}
 	got := <-inputs

@@ -75,7 +75,14 @@ type ToolState struct {
 	// Ceiling caps each result's tokens as it caps the frame's; 0 means
 	// the engine's.
 	Ceiling int
+	scans   int // memory_search and memory_count calls run this turn
 }
+
+// MaxToolScans bounds the calls one turn runs of the tools that scan the
+// arena (memory_search, memory_count), across its rounds: a reply may ask
+// for any number of calls at once. Calls beyond it get an error text. The
+// other tools read a bounded number of stored turns each.
+const MaxToolScans = 16
 
 // NewToolState starts a turn's tool state from its frame.
 func NewToolState(q FrameQuery, f Frame) *ToolState {
@@ -99,6 +106,14 @@ func (e *Engine) RunTool(ctx context.Context, st *ToolState, name string, args j
 		Depth        int    `json:"depth"`
 		By           string `json:"by"`
 		Examples     int    `json:"examples"`
+	}
+	if !IsTool(name) {
+		return "", fmt.Errorf("unknown memory tool %q", name)
+	}
+	if name == ToolSearch || name == ToolCount {
+		if st.scans++; st.scans > MaxToolScans {
+			return fmt.Sprintf("error: at most %d memory_search and memory_count calls per turn; answer with what you have", MaxToolScans), nil
+		}
 	}
 	if len(args) > 0 && string(args) != "null" {
 		if err := json.Unmarshal(args, &a); err != nil {
@@ -135,7 +150,7 @@ func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclu
 	if err != nil {
 		return nil, err
 	}
-	toks := e.an.Normalize(query)
+	toks := e.textTokens(query)
 	aq := arena.Query{Terms: d.QueryTerms(toks), Users: []int64{who.UserID}, K: k}
 	denseQuery(r.space, toks, &aq) // the frame's hybrid scoring under a version with vectors
 	if len(aq.Terms) == 0 && aq.Dense == nil {
@@ -144,6 +159,12 @@ func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclu
 	for id := range exclude {
 		aq.Exclude = append(aq.Exclude, id)
 	}
+	workers, release, err := e.admit(ctx, who.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	aq.Workers = workers
 	return r.arena.Search(aq), nil
 }
 

@@ -164,3 +164,32 @@ func TestToolsOffLeavesNoTrace(t *testing.T) {
 		t.Fatalf("tools off, yet labels carry ids:\n%s", txt)
 	}
 }
+
+// The model decides how many tool calls a reply makes and what their
+// queries hold: a turn runs at most MaxToolScans scanning calls, and a
+// query of any length is read as the frame reads a question (bounded),
+// still finding its words.
+func TestToolCallsBounded(t *testing.T) {
+	t.Parallel()
+	f, _, _, st := toolFixture(t)
+	ctx := context.Background()
+	wide := "tomatoes " + strings.Repeat("zebra quartz ", 50_000) + " basil"
+	args, _ := json.Marshal(map[string]any{"query": wide, "limit": 1})
+	for i := 1; i <= memory.MaxToolScans+2; i++ {
+		tool := memory.ToolSearch
+		if i%2 == 0 {
+			tool = memory.ToolCount
+		}
+		res, err := f.eng.RunTool(ctx, st, tool, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := strings.HasPrefix(res, "error: at most")
+		if over != (i > memory.MaxToolScans) {
+			t.Fatalf("call %d of a turn: %q", i, res)
+		}
+		if i == 1 && len(ids(res)) != 1 {
+			t.Fatalf("a wide query found nothing of its first and last words: %q", res)
+		}
+	}
+}

@@ -48,7 +48,18 @@ type Options struct {
 	MinCandidates      int
 	CandidatesPerK     int
 	CandidatesPerSqrtN float64
+	// MaxTerms caps the query terms a search scores with (default
+	// DefaultMaxTerms): the rarest are kept, the rest dropped before the
+	// scan. A search's work is at most about ProbeCeiling(visible items,
+	// MaxTerms) signature tests, whatever the question's length.
+	MaxTerms int
 }
+
+// DefaultMaxTerms is the default term cap. A question rarely holds more
+// than a dozen content words; 64 keeps every word of any ordinary question
+// and of its expansion, and of a pasted page the rarest 64, which are the
+// ones that decide its ranking.
+const DefaultMaxTerms = 64
 
 func (o Options) withDefaults() Options {
 	if o.Workers <= 0 {
@@ -78,6 +89,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CandidatesPerSqrtN <= 0 {
 		o.CandidatesPerSqrtN = 8
+	}
+	if o.MaxTerms <= 0 {
+		o.MaxTerms = DefaultMaxTerms
 	}
 	return o
 }

@@ -100,12 +100,15 @@ func b2u(b bool) uint64 {
 // lim(). Items matching none of the essential terms for the current lim are
 // skipped after a branch-free test of those terms' signature columns only;
 // the others get their bound computed and are passed to emit.
-func (s *scan) boundChunk(c *chunk, lim func() float64, emit func(i int, ub float64)) {
+//
+// It returns the signature words it tested: at most len(terms) per item for
+// the essential test, and len(terms) per emitted item for its sums.
+func (s *scan) boundChunk(c *chunk, lim func() float64, emit func(i int, ub float64)) (probes int64) {
 	n := c.n()
 	for blk := 0; blk < n; blk += 64 {
 		ne := s.essential(lim())
 		if ne == 0 {
-			return
+			return probes
 		}
 		end := min(blk+64, n)
 		var hit uint64
@@ -115,13 +118,16 @@ func (s *scan) boundChunk(c *chunk, lim func() float64, emit func(i int, ub floa
 				hit |= b2u(x&p.mask == p.mask) << i
 			}
 		}
+		probes += int64(ne * (end - blk))
 		for hit != 0 {
 			i := blk + bits.TrailingZeros64(hit)
 			hit &= hit - 1
 			once, many := s.sums(c, i)
+			probes += int64(len(s.probes))
 			emit(i, s.itemBound(c, i, once, many))
 		}
 	}
+	return probes
 }
 
 // sums adds a_j over the query terms passing item i's signature test, split

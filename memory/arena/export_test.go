@@ -6,3 +6,12 @@ func ProbeOf(t TermID) [2]uint64 {
 	p := termProbe(t)
 	return [2]uint64{uint64(p.word), p.mask}
 }
+
+// KeptTerms are the query terms a search over a scores with, after the
+// term cap, in ascending order.
+func KeptTerms(a *Arena, q Query) []TermID {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	p := prepare(q, a.n, a.totalLen, a.df, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
+	return p.terms
+}

@@ -21,13 +21,24 @@ const seedScores = 256
 // this bound is close to the final one, and the first pass can skip from its
 // first chunk every item that matches only light terms. The seed's hits are
 // dropped: the first pass finds them again.
-func (s *scan) seed(shared *floor) int {
+//
+// It returns the exact scores computed and the signature words tested: one
+// per item and term, plus, for an item passing a term, at most one per
+// heavier term. An item passing a heavier term was scored at the first it
+// passed, and the seed stops at seedScores, so those extra tests number at
+// most seedScores*len(terms)^2 in all.
+func (s *scan) seed(shared *floor) (scored int, probes int64) {
 	top := newTopK(s.k)
-	scored := 0
 	for k, p := range s.byWeight {
 		for _, c := range s.work {
 			for i, x := range c.sig[p.word&(sigWords-1)] {
-				if x&p.mask != p.mask || matchesAny(c, i, s.byWeight[:k]) {
+				probes++
+				if x&p.mask != p.mask {
+					continue
+				}
+				m, tested := matchesAny(c, i, s.byWeight[:k])
+				probes += int64(tested)
+				if m {
 					continue // K slots must hold K distinct items
 				}
 				s.offer(top, handle(c.slot, i))
@@ -46,16 +57,17 @@ func (s *scan) seed(shared *floor) int {
 	if top.full() {
 		shared.raise(float64(top.worst().Score))
 	}
-	return scored
+	return scored, probes
 }
 
-func matchesAny(c *chunk, i int, probes []probe) bool {
-	for _, p := range probes {
+// matchesAny tells whether item i passes any of probes, and how many it tested.
+func matchesAny(c *chunk, i int, probes []probe) (bool, int) {
+	for k, p := range probes {
 		if c.sig[p.word&(sigWords-1)][i]&p.mask == p.mask {
-			return true
+			return true, k + 1
 		}
 	}
-	return false
+	return false, len(probes)
 }
 
 // floor is the best lower bound of the final K-th score the workers have
@@ -88,6 +100,7 @@ type pass1 struct {
 	bounded  int
 	accepted int
 	rescored int
+	probes   int64
 }
 
 // lb is a lower bound of the final K-th score.
@@ -105,7 +118,7 @@ func (f *pass1) lb() float64 {
 func (f *pass1) lim() float64 { return max(f.cutoff, f.lb()/(boundSlack*(1+1e-9))) }
 
 func (s *scan) bound(c *chunk, f *pass1) {
-	s.boundChunk(c, f.lim, func(i int, ub float64) {
+	f.probes += s.boundChunk(c, f.lim, func(i int, ub float64) {
 		f.bounded++
 		if ub <= f.lim() {
 			return

@@ -100,7 +100,11 @@ func dot8(a, b []int8) int32 {
 func (a *Arena) hybrid(q Query, p *bm25, work []*chunk, visible int) ([]Hit, ScanStats) {
 	st := ScanStats{Visible: visible, Bounded: visible, Candidates: visible}
 	ex := excludeSet(q.Exclude)
-	workers := max(min(a.opts.Workers, len(work)), 1)
+	workers := a.opts.Workers
+	if q.Workers > 0 {
+		workers = q.Workers // the scan gate's share for this tenant
+	}
+	workers = max(min(workers, len(work)), 1)
 	per := make([]chunkScores, len(work))
 	rescored := make([]int, workers)
 	qinv := float64(q.DenseInv)
@@ -231,7 +235,7 @@ func ReferenceHybrid(items []Item, q Query, opts Options) []Hit {
 			df[x]++
 		}
 	}
-	p := prepare(q, len(items), total, func(t TermID) int { return df[t] }, float64(opts.K1), float64(opts.B))
+	p := prepare(q, len(items), total, func(t TermID) int { return df[t] }, float64(opts.K1), float64(opts.B), opts.MaxTerms)
 	vis := map[int64]bool{}
 	for _, u := range q.Users {
 		vis[u] = true

@@ -1,6 +1,7 @@
 package arena
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -21,6 +22,9 @@ type Query struct {
 	// the inverse length of that int8 vector.
 	Dense    []int8
 	DenseInv float32
+	// Workers caps the goroutines this search runs on (0: Options.Workers);
+	// the result does not depend on it.
+	Workers int
 }
 
 // Hit is one ranked item. Index addresses it in the arena (Arena.Item) until
@@ -43,11 +47,14 @@ type bm25 struct {
 	k1p1   float64
 	c0     float64 // k1*(1-b): the length norm of an item is c0 + c1*length
 	c1     float64 // k1*b/avgdl
+	capped int     // terms present in the corpus that the term cap left out
 }
 
 // prepare canonicalises q against the tenant-wide statistic: n items, their
-// total length, and df. Duplicate query terms add their weights.
-func prepare(q Query, n int, totalLen uint64, df func(TermID) int, k1, b float64) bm25 {
+// total length, and df. Duplicate query terms add their weights. Of the
+// terms present, at most maxTerms are kept (capTerms): a scan's work grows
+// with the number of query terms, and the question's author chooses it.
+func prepare(q Query, n int, totalLen uint64, df func(TermID) int, k1, b float64, maxTerms int) bm25 {
 	p := bm25{k1p1: k1 + 1}
 	if n == 0 || len(q.Terms) == 0 {
 		return p
@@ -95,7 +102,36 @@ func prepare(q Query, n int, totalLen uint64, df func(TermID) int, k1, b float64
 		p.a = append(p.a, idf*w)
 		p.probes = append(p.probes, termProbe(t))
 	}
+	p.capTerms(maxTerms)
 	return p
+}
+
+// capTerms keeps the maxTerms terms of largest a_j (idf times weight: for
+// the question's own words, the rarest), ties to the smaller term id, so the
+// kept set depends on the query and the statistic alone. The terms left out
+// are the most common ones, which move a ranking least: their idf is the
+// smallest, and the items holding them are the many.
+func (p *bm25) capTerms(maxTerms int) {
+	if maxTerms <= 0 || len(p.terms) <= maxTerms {
+		return
+	}
+	order := make([]int, len(p.terms))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		if c := cmp.Compare(p.a[y], p.a[x]); c != 0 {
+			return c
+		}
+		return cmp.Compare(p.terms[x], p.terms[y])
+	})
+	keep := order[:maxTerms]
+	slices.Sort(keep) // back to ascending term order, which score needs
+	p.capped = len(p.terms) - maxTerms
+	for i, j := range keep {
+		p.terms[i], p.a[i], p.probes[i] = p.terms[j], p.a[j], p.probes[j]
+	}
+	p.terms, p.a, p.probes = p.terms[:maxTerms], p.a[:maxTerms], p.probes[:maxTerms]
 }
 
 // score is THE exact score of an item from its encoded terms (codec.go):
@@ -173,7 +209,7 @@ func sortHits(h []Hit) {
 
 // ReferenceSearch is the brute-force scorer the arena must equal: it scores
 // every visible item of items with the statistic of all of items (pooled df,
-// N and average length) and sorts. Hit.Index is the position in items. Only
+// N and average length), with the query terms opts.MaxTerms keeps, and sorts. Hit.Index is the position in items. Only
 // items scoring above zero are returned, as Search does.
 func ReferenceSearch(items []Item, q Query, opts Options) []Hit {
 	opts = opts.withDefaults()
@@ -192,7 +228,7 @@ func ReferenceSearch(items []Item, q Query, opts Options) []Hit {
 			df[x]++
 		}
 	}
-	p := prepare(q, len(items), total, func(t TermID) int { return df[t] }, float64(opts.K1), float64(opts.B))
+	p := prepare(q, len(items), total, func(t TermID) int { return df[t] }, float64(opts.K1), float64(opts.B), opts.MaxTerms)
 	vis := map[int64]bool{}
 	for _, u := range q.Users {
 		vis[u] = true

@@ -45,13 +45,36 @@ package arena
 // How chunks fall to workers changes which items get scored, never the
 // result.
 
+// Work. Every stage reads signatures only for the query's terms, which
+// prepare caps at Options.MaxTerms (T): the seed tests each visible item
+// against each term once, plus at most seedScores*T^2 tests in all for the
+// items it scores; the first pass and the fallback each test an item's
+// essential terms (at most T) and, for an item that passes, all T terms once
+// more. So a search tests at most ProbeCeiling(V, T) signature words over V
+// visible items, and computes at most 2V+seedScores exact scores, each
+// reading the item's terms and at most T query terms: the cost of a
+// 100,000-word question is that of a T-word one.
+
+// ProbeCeiling is the most signature words a search over visible items with
+// terms query terms (after the cap) can test: 5*terms per item, and the
+// seed's seedScores*terms^2.
+func ProbeCeiling(visible, terms int) int64 {
+	return 5*int64(terms)*int64(visible) + seedScores*int64(terms)*int64(terms)
+}
+
 // ScanStats tell how a search went, for benchmarks and tests.
 type ScanStats struct {
 	Visible    int  // items of the visible users
+	Terms      int  // query terms scored with: present in the corpus, within the cap
+	Capped     int  // query terms present in the corpus that the cap left out
+	Workers    int  // goroutines the scan ran on
 	Bounded    int  // items whose bound the first pass computed (matching an essential term)
 	Candidates int  // items kept by the first pass
 	Rescored   int  // exact scores computed
 	Fallback   bool // the budget could not prove the answer; a pruned exhaustive pass did
+	// Probes are the signature words tested, the scan's unit of work: at
+	// most ProbeCeiling(Visible, Terms).
+	Probes int64
 }
 
 // Search returns the exact BM25 top K over the visible items, best first
@@ -69,7 +92,8 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 	if q.K <= 0 || a.n == 0 {
 		return nil, st
 	}
-	p := prepare(q, a.n, a.totalLen, a.df, float64(a.opts.K1), float64(a.opts.B))
+	p := prepare(q, a.n, a.totalLen, a.df, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
+	st.Terms, st.Capped = len(p.terms), p.capped
 	hybrid := a.opts.Dims > 0 && len(q.Dense) == a.opts.Dims
 	if len(p.terms) == 0 && !hybrid {
 		return nil, st
@@ -82,11 +106,18 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 		return nil, st
 	}
 	if hybrid {
-		return a.hybrid(q, &p, work, st.Visible)
+		hits, hst := a.hybrid(q, &p, work, st.Visible)
+		hst.Terms, hst.Capped = st.Terms, st.Capped
+		return hits, hst
 	}
 	s := &scan{a: a, p: &p, k: q.K, work: work, exclude: excludeSet(q.Exclude)}
 	s.prepareTables()
-	workers := min(a.opts.Workers, len(work))
+	workers := a.opts.Workers
+	if q.Workers > 0 {
+		workers = q.Workers
+	}
+	workers = min(workers, len(work))
+	st.Workers = workers
 	// The budget is shared out: each worker keeps its part of it, so the
 	// total does not grow with the number of workers.
 	budget := (min(a.opts.candidateBudget(q.K, st.Visible), st.Visible) + workers - 1) / workers
@@ -94,7 +125,9 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 	// Stage 1: bounds from signatures, best candidates per worker.
 	firsts := make([]pass1, workers)
 	shared := new(floor)
-	st.Rescored += s.seed(shared)
+	seeded, probes := s.seed(shared)
+	st.Rescored += seeded
+	st.Probes += probes
 	for w := range firsts {
 		firsts[w] = pass1{budget: budget, top: newTopK(q.K), shared: shared, cands: a.getCands(2 * budget)}
 	}
@@ -112,6 +145,7 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 		st.Bounded += f.bounded
 		st.Candidates += f.accepted
 		st.Rescored += f.rescored
+		st.Probes += f.probes
 		if w > 0 {
 			cands = append(cands, f.cands...)
 		}
@@ -216,6 +250,7 @@ func (s *scan) exhaustive(workers int, top *topK, lb float64, st *ScanStats) *to
 	}
 	locals := make([]*topK, workers)
 	rescored := make([]int, workers)
+	probes := make([]int64, workers)
 	for w := range locals {
 		locals[w] = newTopK(s.k)
 	}
@@ -229,7 +264,7 @@ func (s *scan) exhaustive(workers int, top *topK, lb float64, st *ScanStats) *to
 		}
 		// Any bound <= lim has bound*boundSlack < thr: safe to skip.
 		lim := func() float64 { return thr() / (boundSlack * (1 + 1e-9)) }
-		s.boundChunk(c, lim, func(i int, ub float64) {
+		probes[w] += s.boundChunk(c, lim, func(i int, ub float64) {
 			if ub*boundSlack < thr() {
 				return
 			}
@@ -241,6 +276,7 @@ func (s *scan) exhaustive(workers int, top *topK, lb float64, st *ScanStats) *to
 	for w, l := range locals {
 		all = append(all, l.hits...)
 		st.Rescored += rescored[w]
+		st.Probes += probes[w]
 	}
 	sortHits(all)
 	out := newTopK(s.k)

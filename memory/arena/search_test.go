@@ -134,6 +134,9 @@ func TestSearchEqualsReference(t *testing.T) {
 					for qi, q := range queries {
 						got, st := ar.SearchWithStats(q)
 						sameHits(t, fmt.Sprintf("workers=%d budget=%d query=%d", workers, bi, qi), got, wants[qi])
+						if ceil := arena.ProbeCeiling(st.Visible, st.Terms); st.Probes > ceil {
+							t.Fatalf("workers=%d budget=%d query=%d: %d signature words tested, ceiling %d", workers, bi, qi, st.Probes, ceil)
+						}
 						if st.Fallback {
 							fallbacks++
 						}

@@ -1,6 +1,8 @@
 package text
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -216,7 +218,10 @@ func (ch *chunker) boundary(p, to, level int) int {
 // blocks) a piece of its own, so a block that fits lands whole in a chunk
 // and Content can recognize it there.
 func scaffoldBoundary(spans []span, p, to int) int {
-	for _, sp := range spans {
+	// The first span that ends after p decides; spans are sorted and
+	// disjoint, so it is found by search, not by walking them all.
+	first, _ := slices.BinarySearchFunc(spans, p, func(sp span, p int) int { return cmp.Compare(sp.end, p+1) })
+	for _, sp := range spans[first:] {
 		switch {
 		case sp.start <= p && p < sp.end:
 			return min(sp.end, to)

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -95,7 +96,10 @@ func ChunkContent(s string, chunks []string) []string {
 func cut(s string, from int, spans []span) string {
 	var b strings.Builder
 	p := from
-	for _, sp := range spans {
+	// Spans ending before from are skipped by search: ChunkContent cuts
+	// every chunk of a message, and a message may hold many spans.
+	first, _ := slices.BinarySearchFunc(spans, from, func(sp span, p int) int { return cmp.Compare(sp.end, p+1) })
+	for _, sp := range spans[first:] {
 		if sp.end <= p {
 			continue
 		}
@@ -119,6 +123,7 @@ type span struct{ start, end int }
 // them: the units Chunk avoids cutting.
 func blockSpans(s string) []span {
 	var out []span
+	cl := closer{s: s}
 	for i := 0; i < len(s); {
 		j := strings.IndexByte(s[i:], '<')
 		if j < 0 {
@@ -126,7 +131,7 @@ func blockSpans(s string) []span {
 		}
 		i += j
 		if name, openEnd, ok := openTag(s, i, tagScaffold); ok {
-			if end, ok := closeTag(s, openEnd, name); ok {
+			if end, ok := cl.find(openEnd, name); ok {
 				out = append(out, span{i, skipSpace(s, end)})
 				i = end
 				continue
@@ -140,6 +145,7 @@ func blockSpans(s string) []span {
 // scaffoldSpans are all the byte ranges Content removes, sorted and merged.
 func scaffoldSpans(s string) []span {
 	out := blockSpans(s)
+	cl := closer{s: s}
 	for i := 0; i < len(s); {
 		j := strings.IndexByte(s[i:], '<')
 		if j < 0 {
@@ -147,7 +153,7 @@ func scaffoldSpans(s string) []span {
 		}
 		i += j
 		if name, openEnd, ok := openTag(s, i, tagWrapper); ok {
-			if end, ok := closeTag(s, openEnd, name); ok {
+			if end, ok := cl.find(openEnd, name); ok {
 				out = append(out, span{i, openEnd}, span{end - len(name) - 3, end})
 			}
 			i = openEnd
@@ -194,18 +200,44 @@ func openTag(s string, i int, kind int) (string, int, bool) {
 	case '>':
 		return name, k + 1, true
 	case ' ', '\t', '\n', '\r':
-		if gt := strings.IndexByte(s[k:], '>'); gt >= 0 && !strings.Contains(s[k:k+gt], "<") {
+		// The attributes end at a '>' before any '<'. Looking no further
+		// than the next '<' keeps the scan linear: the caller's next
+		// search starts there anyway.
+		end := len(s)
+		if lt := strings.IndexByte(s[k:], '<'); lt >= 0 {
+			end = k + lt
+		}
+		if gt := strings.IndexByte(s[k:end], '>'); gt >= 0 {
 			return name, k + gt + 1, true
 		}
 	}
 	return "", 0, false
 }
 
-// closeTag finds "</name>" at or after i and returns the index after it.
-func closeTag(s string, i int, name string) (int, bool) {
-	j := strings.Index(s[i:], "</"+name+">")
-	if j < 0 {
+// closer finds closing tags for a scan that asks at non-decreasing
+// positions. It remembers, per name, where the next "</name>" is (or that
+// there is none), so a message full of tags that never close is searched
+// once per name, not once per tag.
+type closer struct {
+	s    string
+	next map[string]int // name -> index of the next "</name>" found, -1: none
+}
+
+// find returns the index after the first "</name>" at or after i.
+func (c *closer) find(i int, name string) (int, bool) {
+	if c.next == nil {
+		c.next = map[string]int{}
+	}
+	at, ok := c.next[name]
+	if !ok || (at >= 0 && at < i) {
+		at = -1
+		if j := strings.Index(c.s[i:], "</"+name+">"); j >= 0 {
+			at = i + j
+		}
+		c.next[name] = at
+	}
+	if at < 0 {
 		return 0, false
 	}
-	return i + j + len(name) + 3, true
+	return at + len(name) + 3, true
 }

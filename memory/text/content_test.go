@@ -3,6 +3,7 @@ package text
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestContent(t *testing.T) {
@@ -138,4 +139,39 @@ func FuzzContent(f *testing.F) {
 			t.Fatalf("ChunkContent grew %q -> %q", s, parts)
 		}
 	})
+}
+
+// Scaffolding is found in one pass: tags that never close, or whose
+// attributes never end, cost what their bytes cost, not a search of the
+// rest of the message each (that was seconds for a few hundred kilobytes,
+// minutes for the largest body the proxy accepts). The time limit is a
+// guard against the quadratic search only, a thousand times the linear
+// cost.
+func TestScaffoldScanIsLinear(t *testing.T) {
+	t.Parallel()
+	const size = 2 << 20
+	for _, unit := range []string{
+		"<system-reminder>",               // opens a block, never closes
+		"<system-reminder x",              // attributes that never end
+		"<task>",                          // opens a wrapper, never closes
+		"<task a=1><task>x",               // wrappers within wrappers
+		"<bash-stdout>a</bash-stdout>\n",  // many closed blocks
+		"<command-args>q</command-args> ", // many closed wrappers
+	} {
+		s := strings.Repeat(unit, size/len(unit))
+		start := time.Now()
+		chunks := []string{s[:len(s)/3], s[len(s)/3 : 2*len(s)/3], s[2*len(s)/3:]}
+		got := ChunkContent(s, chunks)
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%q x%d: %v", unit, size/len(unit), d)
+		}
+		if len(got) != 3 {
+			t.Fatalf("%q: %d contents", unit, len(got))
+		}
+		for i := range got {
+			if !strings.Contains(unit, "</") && got[i] != strings.TrimSpace(chunks[i]) {
+				t.Errorf("%q: a tag that never closes was removed from chunk %d", unit, i)
+			}
+		}
+	}
 }
