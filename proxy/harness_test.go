@@ -131,6 +131,8 @@ type fakeMemory struct {
 	toolCalls []string
 	// lastQuery is the last frame query, to check what the pipeline asked.
 	lastQuery memory.FrameQuery
+	// frameErr, when set, is what every frame fails with.
+	frameErr error
 }
 
 // recollection is what the fake memory puts at the head of every frame.
@@ -157,6 +159,9 @@ func (m *fakeMemory) Frame(_ context.Context, q memory.FrameQuery) (memory.Frame
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastQuery = q
+	if m.frameErr != nil {
+		return memory.Frame{}, m.frameErr
+	}
 	turns := append([]memory.Turn(nil), m.recall...)
 	for _, msg := range m.msgs {
 		if msg.ConversationID == q.ConversationID {

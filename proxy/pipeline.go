@@ -191,6 +191,13 @@ func (p *Proxy) captureLive(ctx context.Context, t *turn) (*store.Captured, erro
 // the caller's dialect, as when capture fails, instead of a bare 500. The
 // cause goes to the log only.
 func (p *Proxy) memoryUnavailable(c echo.Context, step string, err error) error {
+	if errors.Is(err, memory.ErrBusy) {
+		// The tenant's scans are queued past their bound (memory/gate.go):
+		// a load the caller can wait out, not a fault.
+		p.log.Warn(step+" refused: memory busy", "request_id", c.Get("perpetuity.request_id"), "err", err)
+		return &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded, RetryAfter: "1",
+			Message: "memory is busy with this team's other requests; the request was not forwarded, please retry shortly"}
+	}
 	p.log.Error(step+" failed", "request_id", c.Get("perpetuity.request_id"), "err", err)
 	return &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded,
 		Message: "memory is unavailable; the request was not forwarded"}
