@@ -223,27 +223,7 @@ func meanSD(s, ss float64, n int) (float64, float64) {
 // scores by rounding only; Hit.Index is the position in items.
 func ReferenceHybrid(items []Item, q Query, opts Options) []Hit {
 	opts = opts.withDefaults()
-	df := map[TermID]int{}
-	var total uint64
-	encs := make([][]byte, len(items))
-	lens := make([]uint32, len(items))
-	for i, it := range items {
-		t, f, l := canonical(it)
-		encs[i], lens[i] = appendTerms(nil, t, f), l
-		total += uint64(l)
-		for _, x := range t {
-			df[x]++
-		}
-	}
-	p := prepare(q, len(items), total, func(t TermID) int { return df[t] }, float64(opts.K1), float64(opts.B), opts.MaxTerms)
-	vis := map[int64]bool{}
-	for _, u := range q.Users {
-		vis[u] = true
-	}
-	ex := map[int64]bool{}
-	for _, id := range q.Exclude {
-		ex[id] = true
-	}
+	refs, p, visible := referenceRows(items, q, opts)
 	qinv := float64(q.DenseInv)
 	if !(qinv > 0) {
 		qinv = 1
@@ -255,10 +235,10 @@ func ReferenceHybrid(items []Item, q Query, opts Options) []Hit {
 	var rows []scored
 	var sum [4]float64
 	for i, it := range items {
-		if (!q.AllUsers && !vis[it.User]) || ex[it.ID] {
+		if !visible(it) {
 			continue
 		}
-		b := p.score(encs[i], lens[i])
+		b := p.score(refs[i].enc, refs[i].length)
 		d := float32(0)
 		if len(it.Dense) == opts.Dims && it.DenseInv > 0 {
 			d = float32(float64(dot8(q.Dense, it.Dense)) * float64(it.DenseInv) * qinv)

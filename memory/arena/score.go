@@ -213,16 +213,40 @@ func sortHits(h []Hit) {
 // items scoring above zero are returned, as Search does.
 func ReferenceSearch(items []Item, q Query, opts Options) []Hit {
 	opts = opts.withDefaults()
-	type row struct {
-		enc    []byte
-		length uint32
+	rows, p, visible := referenceRows(items, q, opts)
+	var hits []Hit
+	for i, it := range items {
+		if !visible(it) {
+			continue
+		}
+		if s := p.score(rows[i].enc, rows[i].length); s > 0 {
+			hits = append(hits, Hit{ID: it.ID, Score: s, Index: i})
+		}
 	}
-	rows := make([]row, len(items))
+	sortHits(hits)
+	if q.K < len(hits) {
+		hits = hits[:max(q.K, 0)]
+	}
+	return hits
+}
+
+// refRow is one item as the reference scorers read it: its encoded terms
+// and its length.
+type refRow struct {
+	enc    []byte
+	length uint32
+}
+
+// referenceRows prepares the reference scorers (ReferenceSearch,
+// ReferenceHybrid): every item's row, the query's BM25 under the pooled
+// statistic of all of items, and which items the query may see.
+func referenceRows(items []Item, q Query, opts Options) ([]refRow, bm25, func(Item) bool) {
+	rows := make([]refRow, len(items))
 	df := map[TermID]int{}
 	var total uint64
 	for i, it := range items {
 		t, f, l := canonical(it)
-		rows[i] = row{appendTerms(nil, t, f), l}
+		rows[i] = refRow{appendTerms(nil, t, f), l}
 		total += uint64(l)
 		for _, x := range t {
 			df[x]++
@@ -237,18 +261,5 @@ func ReferenceSearch(items []Item, q Query, opts Options) []Hit {
 	for _, id := range q.Exclude {
 		ex[id] = true
 	}
-	var hits []Hit
-	for i, it := range items {
-		if (!q.AllUsers && !vis[it.User]) || ex[it.ID] {
-			continue
-		}
-		if s := p.score(rows[i].enc, rows[i].length); s > 0 {
-			hits = append(hits, Hit{ID: it.ID, Score: s, Index: i})
-		}
-	}
-	sortHits(hits)
-	if q.K < len(hits) {
-		hits = hits[:max(q.K, 0)]
-	}
-	return hits
+	return rows, p, func(it Item) bool { return (q.AllUsers || vis[it.User]) && !ex[it.ID] }
 }
