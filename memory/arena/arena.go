@@ -116,6 +116,7 @@ type Arena struct {
 
 	cands  sync.Pool // *[]cand scratch of searches
 	scores sync.Pool // *[]float32 scratch of hybrid searches
+	accs   sync.Pool // *[]float64 scratch of hybrid searches' inverted scoring
 }
 
 // New returns an empty arena.
@@ -145,7 +146,7 @@ func (a *Arena) Add(items ...Item) {
 		if k := len(cs); k > 0 && cs[k-1].n() < a.opts.ChunkItems {
 			c = cs[k-1]
 		} else {
-			c = newChunk(len(a.chunks), it.User, a.opts.Dims)
+			c = newChunk(len(a.chunks), it.User, a.opts.Dims, len(cs)*a.opts.ChunkItems)
 			a.chunks = append(a.chunks, c)
 			a.users[it.User] = append(cs, c)
 		}

@@ -15,3 +15,8 @@ func KeptTerms(a *Arena, q Query) []TermID {
 	p := prepare(q, a.n, a.totalLen, a.df, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
 	return p.terms
 }
+
+// SortHits and SelectBest expose the ranking order's helpers.
+func SortHits(h []Hit) { sortHits(h) }
+
+func SelectBest(h []Hit, k int) []Hit { return selectBest(h, k) }

@@ -78,16 +78,33 @@ type chunk struct {
 	dims  int
 	dense []int8
 	dinv  []float32
+	// The dense first pass (binary.go): codeWords(dims) words of sign bits
+	// per item and the estimator's scale (0: no vector).
+	code []uint64
+	dw   []float32
+	// base is the position of the chunk's first item among its user's
+	// items, which the dense statistic's sample is taken by (hybrid.go).
+	base int
+	// idMin, idMax bound the chunk's ids, so a search's excluded ids are
+	// tested per item only in the chunks that can hold them.
+	idMin, idMax int64
+	post         *postings // sealed chunks of an arena with vectors
 }
 
-func newChunk(slot int, user int64, dims int) *chunk {
-	return &chunk{slot: slot, user: user, offs: []uint32{0}, dims: dims}
+func newChunk(slot int, user int64, dims, base int) *chunk {
+	return &chunk{slot: slot, user: user, offs: []uint32{0}, dims: dims, base: base}
 }
 
 func (c *chunk) n() int { return len(c.ids) }
 
 // add appends one item whose terms are canonical. probes is scratch.
 func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32) {
+	if len(c.ids) == 0 || it.ID < c.idMin {
+		c.idMin = it.ID
+	}
+	if len(c.ids) == 0 || it.ID > c.idMax {
+		c.idMax = it.ID
+	}
 	c.ids = append(c.ids, it.ID)
 	c.seqs = append(c.seqs, it.Seq)
 	c.convs = append(c.convs, it.Conv)
@@ -114,6 +131,9 @@ func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32) {
 			c.dense = append(c.dense, make([]int8, c.dims)...)
 			c.dinv = append(c.dinv, 0)
 		}
+		var w float32
+		c.code, w = appendCode(c.code, c.dense[len(c.dense)-c.dims:], c.dinv[len(c.dinv)-1], c.dims)
+		c.dw = append(c.dw, w)
 	}
 }
 
@@ -131,8 +151,13 @@ func (c *chunk) seal() {
 	c.enc = trim(c.enc)
 	c.dense = trim(c.dense)
 	c.dinv = trim(c.dinv)
+	c.code = trim(c.code)
+	c.dw = trim(c.dw)
 	for w := range c.sig {
 		c.sig[w] = trim(c.sig[w])
+	}
+	if c.dims > 0 {
+		c.post = buildPostings(c)
 	}
 }
 
@@ -173,7 +198,7 @@ func (c *chunk) bytes() int {
 	return int(unsafe.Sizeof(*c)) +
 		8*(cap(c.ids)+cap(c.seqs)+cap(c.convs)+cap(c.born)+sigWords*cap(c.sig[0])) +
 		4*(cap(c.taus)+cap(c.toks)+cap(c.lens)+cap(c.offs)) + cap(c.enc) + cap(c.tfmax) +
-		cap(c.dense) + 4*cap(c.dinv)
+		cap(c.dense) + 4*cap(c.dinv) + 8*cap(c.code) + 4*cap(c.dw) + c.post.bytes()
 }
 
 // Hit.Index packs the chunk slot and the position in the chunk.

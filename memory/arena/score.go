@@ -25,6 +25,10 @@ type Query struct {
 	// Workers caps the goroutines this search runs on (0: Options.Workers);
 	// the result does not depend on it.
 	Workers int
+	// ExactDense makes a hybrid search compute every visible item's cosine
+	// exactly instead of only its candidates' (hybrid.go): the exhaustive
+	// scoring the two-stage scan is tested against.
+	ExactDense bool
 }
 
 // Hit is one ranked item. Index addresses it in the arena (Arena.Item) until
