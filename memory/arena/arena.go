@@ -48,6 +48,11 @@ type Options struct {
 	MinCandidates      int
 	CandidatesPerK     int
 	CandidatesPerSqrtN float64
+	// A hybrid search past DenseExact items computes the exact cosine of
+	// max(MinCandidates, DenseCandidatesPerK*K, DenseCandidatesPerSqrtN*
+	// sqrt(N)) candidates (defaults 6 and 12, hybrid.go).
+	DenseCandidatesPerK     int
+	DenseCandidatesPerSqrtN float64
 	// MaxTerms caps the query terms a search scores with (default
 	// DefaultMaxTerms): the rarest are kept, the rest dropped before the
 	// scan. A search's work is at most about ProbeCeiling(visible items,
@@ -89,6 +94,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CandidatesPerSqrtN <= 0 {
 		o.CandidatesPerSqrtN = 8
+	}
+	if o.DenseCandidatesPerK <= 0 {
+		o.DenseCandidatesPerK = 6
+	}
+	if o.DenseCandidatesPerSqrtN <= 0 {
+		o.DenseCandidatesPerSqrtN = 12
 	}
 	if o.MaxTerms <= 0 {
 		o.MaxTerms = DefaultMaxTerms
@@ -361,6 +372,10 @@ func (a *Arena) Digest() uint64 {
 // budget is used up, and a larger budget lowers the first pass's cutoff,
 // which is what lets it skip items after testing only their heaviest terms.
 // sqrt(N) balances the two.
+func (o Options) denseBudget(k, n int) int {
+	return max(o.MinCandidates, o.DenseCandidatesPerK*k, int(math.Ceil(o.DenseCandidatesPerSqrtN*math.Sqrt(float64(n)))))
+}
+
 func (o Options) candidateBudget(k, n int) int {
 	return max(o.MinCandidates, o.CandidatesPerK*k, int(math.Ceil(o.CandidatesPerSqrtN*math.Sqrt(float64(n)))))
 }

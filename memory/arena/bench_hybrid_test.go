@@ -14,22 +14,25 @@ const denseDims = 100
 
 // BenchmarkHybridSearch is BenchmarkSearch's tenant with a 100-dim int8
 // vector per item (clustered, as sentence vectors are), scanned lexically
-// (mode=lexical: the v1 path, same arena) and hybrid (mode=hybrid: every
-// visible item scored densely and lexically, exactly) in the same run. The
+// (mode=lexical: the v1 path, same arena), hybrid (mode=hybrid: the two
+// stages) and hybrid with every cosine computed (mode=exact) in the same run. The
 // bytes per item are those of the arena holding the vectors.
 func BenchmarkHybridSearch(b *testing.B) {
 	for _, n := range []int{250_000, 1_000_000} {
 		var bc *benchCorpus
-		for _, mode := range []string{"lexical", "hybrid"} {
+		for _, mode := range []string{"lexical", "hybrid", "exact"} {
 			b.Run(itemsName(n)+"/mode="+mode, func(b *testing.B) {
 				if bc == nil {
 					bc = newDenseBenchCorpus(b, n)
 				}
 				c := *bc
-				if mode == "lexical" {
+				if mode != "hybrid" {
 					c.queries = make([]arena.Query, len(bc.queries))
 					for i, q := range bc.queries {
-						q.Dense, q.DenseInv = nil, 0
+						if mode == "lexical" {
+							q.Dense, q.DenseInv = nil, 0
+						}
+						q.ExactDense = mode == "exact"
 						c.queries[i] = q
 					}
 				}

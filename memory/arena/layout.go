@@ -78,8 +78,8 @@ type chunk struct {
 	dims  int
 	dense []int8
 	dinv  []float32
-	// The dense first pass (binary.go): codeWords(dims) words of sign bits
-	// per item and the estimator's scale (0: no vector).
+	// The dense first pass (binary.go): codeWords words of sign bits per
+	// item and the estimator's scale (0: no vector).
 	code []uint64
 	dw   []float32
 	// base is the position of the chunk's first item among its user's
@@ -132,7 +132,7 @@ func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32) {
 			c.dinv = append(c.dinv, 0)
 		}
 		var w float32
-		c.code, w = appendCode(c.code, c.dense[len(c.dense)-c.dims:], c.dinv[len(c.dinv)-1], c.dims)
+		c.code, w = appendCode(c.code, c.dense[len(c.dense)-c.dims:], c.dinv[len(c.dinv)-1])
 		c.dw = append(c.dw, w)
 	}
 }

@@ -41,7 +41,7 @@ func sentenceCorpus(seed uint64, items, users int) ([]arena.Item, [][]float64, *
 }
 
 // TestHybridTwoStageEqualsExhaustive: above arena.DenseSample visible items
-// the hybrid scan estimates cosines from sign codes and computes only its
+// the hybrid scan estimates cosines from 2-bit codes and computes only its
 // candidates' exactly; its result equals exhaustive exact scoring
 // (Query.ExactDense) hit for hit, score for score, and 1..8 workers give one
 // ranking. Exclusions, a question without words and one with common words
