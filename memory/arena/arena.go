@@ -128,11 +128,15 @@ type Arena struct {
 	cands  sync.Pool // *[]cand scratch of searches
 	scores sync.Pool // *[]float32 scratch of hybrid searches
 	accs   sync.Pool // *[]float64 scratch of hybrid searches' inverted scoring
+	rot    *rotation // the dense codes' rotation (binary.go); nil without vectors
 }
 
 // New returns an empty arena.
 func New(opts Options) *Arena {
 	a := &Arena{opts: opts.withDefaults()}
+	if a.opts.Dims > 0 {
+		a.rot = newRotation()
+	}
 	a.reset()
 	return a
 }
@@ -161,7 +165,7 @@ func (a *Arena) Add(items ...Item) {
 			a.chunks = append(a.chunks, c)
 			a.users[it.User] = append(cs, c)
 		}
-		c.add(it, terms, freqs, length)
+		c.add(it, terms, freqs, length, a.rot)
 		if c.n() == a.opts.ChunkItems {
 			c.seal()
 		}

@@ -27,29 +27,43 @@ const (
 	codeBytes = codeWords * 8
 )
 
-// rotSign is the rotation's fixed random sign of component k in round r: a
-// hash of the position, so the codes depend on nothing else.
-func rotSign(r, k int) float64 {
-	x := uint64(r*codeDims+k+1) * 0x9E3779B97F4A7C15
-	x ^= x >> 31
-	x *= 0xBF58476D1CE4E5B9
-	x ^= x >> 29
-	return float64(int(x&1)*2 - 1)
+// rotation is the fixed orthogonal rotation: two rounds of random signs
+// (a hash of the position, so codes depend on nothing else) and a
+// Walsh-Hadamard transform. An arena computes its signs once.
+type rotation struct {
+	signs [2][codeDims]float64
+}
+
+func newRotation() *rotation {
+	r := new(rotation)
+	for round := range r.signs {
+		for k := range r.signs[round] {
+			x := uint64(round*codeDims+k+1) * 0x9E3779B97F4A7C15
+			x ^= x >> 31
+			x *= 0xBF58476D1CE4E5B9
+			x ^= x >> 29
+			r.signs[round][k] = float64(int(x&1)*2 - 1)
+		}
+	}
+	return r
 }
 
 // rotate returns R·v (len(v) <= codeDims).
-func rotate(v []float64) [codeDims]float64 {
+func (r *rotation) rotate(v []int8) [codeDims]float64 {
 	var x [codeDims]float64
-	copy(x[:], v)
-	for r := range 2 {
+	for k, c := range v {
+		x[k] = float64(c)
+	}
+	for round := range r.signs {
 		for k := range x {
-			x[k] *= rotSign(r, k)
+			x[k] *= r.signs[round][k]
 		}
 		for h := 1; h < codeDims; h *= 2 {
 			for i := 0; i < codeDims; i += 2 * h {
-				for j := i; j < i+h; j++ {
-					a, b := x[j], x[j+h]
-					x[j], x[j+h] = a+b, a-b
+				y := x[i : i+2*h : i+2*h]
+				for j := range h {
+					a, b := y[j], y[j+h]
+					y[j], y[j+h] = a+b, a-b
 				}
 			}
 		}
@@ -63,17 +77,13 @@ func rotate(v []float64) [codeDims]float64 {
 
 // appendCode appends the code of v and returns the estimator scale (0 for
 // an item without a vector).
-func appendCode(code []uint64, v []int8, inv float32) ([]uint64, float32) {
+func appendCode(code []uint64, rot *rotation, v []int8, inv float32) ([]uint64, float32) {
 	start := len(code)
 	code = append(code, make([]uint64, codeWords)...)
 	if len(v) == 0 || len(v) > codeDims || !(inv > 0) {
 		return code, 0
 	}
-	f := make([]float64, len(v))
-	for k, c := range v {
-		f[k] = float64(c)
-	}
-	x := rotate(f)
+	x := rot.rotate(v)
 	ss := 0.0
 	for _, c := range x {
 		ss += c * c
@@ -110,12 +120,8 @@ type signTables struct {
 	scale float64
 }
 
-func newSignTables(q []int8) *signTables {
-	f := make([]float64, len(q))
-	for k, c := range q {
-		f[k] = float64(c)
-	}
-	rq := rotate(f)
+func newSignTables(rot *rotation, q []int8) *signTables {
+	rq := rot.rotate(q)
 	const per = 8 / codeBits
 	var raw [codeBytes][256]float64
 	top := 0.0

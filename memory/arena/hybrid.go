@@ -197,7 +197,7 @@ func (a *Arena) hybrid(q Query, p *bm25, work []*chunk, visible int) ([]Hit, Sca
 	}
 	h.mb, h.sb = meanSD(sum[0], sum[1], n)
 	h.md, h.sd = meanSD(sum[2], sum[3], ns)
-	if q.ExactDense || visible <= DenseExact {
+	if q.ExactDense || visible <= DenseExact || a.opts.Dims > codeDims {
 		st.Candidates = n
 		st.Rescored += n - ns
 		return h.exhaustive(), st
@@ -327,7 +327,7 @@ func (h *hybridScan) exhaustive() []Hit {
 // twoStage keeps the budget items best by their estimated fused score and
 // ranks them by the exact one. It returns the hits and the candidates.
 func (h *hybridScan) twoStage(budget int) ([]Hit, int) {
-	tables := newSignTables(h.q.Dense)
+	tables := newSignTables(h.a.rot, h.q.Dense)
 	// The estimate only orders candidates, so it is fused with reciprocals
 	// (the exact score divides, in fuse).
 	lw, dw := 0.0, 0.0

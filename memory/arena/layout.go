@@ -98,7 +98,7 @@ func newChunk(slot int, user int64, dims, base int) *chunk {
 func (c *chunk) n() int { return len(c.ids) }
 
 // add appends one item whose terms are canonical. probes is scratch.
-func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32) {
+func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32, rot *rotation) {
 	if len(c.ids) == 0 || it.ID < c.idMin {
 		c.idMin = it.ID
 	}
@@ -132,7 +132,7 @@ func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32) {
 			c.dinv = append(c.dinv, 0)
 		}
 		var w float32
-		c.code, w = appendCode(c.code, c.dense[len(c.dense)-c.dims:], c.dinv[len(c.dinv)-1])
+		c.code, w = appendCode(c.code, rot, c.dense[len(c.dense)-c.dims:], c.dinv[len(c.dinv)-1])
 		c.dw = append(c.dw, w)
 	}
 }
