@@ -113,8 +113,10 @@ const (
 	reserveSQL    = `SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)`
 	bumpHeadBySQL = `UPDATE tenant_heads SET seq = seq + $2 WHERE tenant_id = $1 RETURNING seq`
 	userClocksSQL = `SELECT id, clock FROM memory_users WHERE tenant_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`
-	setClockSQL   = `UPDATE memory_users SET clock = $3 WHERE tenant_id = $1 AND id = $2`
-	addTermsSQL   = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
+	// One statement for every user: a pooled tenant has hundreds.
+	setClocksSQL = `UPDATE memory_users m SET clock = c.clock
+		FROM unnest($2::bigint[], $3::bigint[]) AS c(id, clock) WHERE m.tenant_id = $1 AND m.id = c.id`
+	addTermsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
 		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n) ORDER BY t.term_id
 		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
 	addCorpusSQL = `INSERT INTO corpus_stats (tenant_id, dict_version, items, total_length) VALUES ($1, $2, $3, $4)
@@ -241,10 +243,12 @@ func (l *Loader) Load(ctx context.Context, t *Tenant, items []arena.Item) error 
 		if err := l.copyAll(ctx, tx, t, rows, newConvs, replica); err != nil {
 			return err
 		}
-		for _, u := range t.Users {
-			if _, err := tx.Exec(ctx, setClockSQL, t.ID, u, clocks[u]); err != nil {
-				return fmt.Errorf("set clock: %w", err)
-			}
+		cs := make([]int64, len(t.Users))
+		for i, u := range t.Users {
+			cs[i] = clocks[u]
+		}
+		if _, err := tx.Exec(ctx, setClocksSQL, t.ID, t.Users, cs); err != nil {
+			return fmt.Errorf("set clocks: %w", err)
 		}
 		terms, counts, total := termCounts(rows)
 		if _, err := tx.Exec(ctx, addTermsSQL, t.ID, t.Dict, terms, counts); err != nil {

@@ -327,6 +327,10 @@ func (r *Report) cold(m *mdw) {
 	m.p("fresh `memory.Engine`: its first frame (catch-up plus one frame) and a warm frame for comparison.")
 	m.p("Rows are converted by the catch-up's own code (`memory.ToArenaItem`); a v3 row's vector goes through the")
 	m.p("tenant's dense space (`dict.Space`) into an arena that holds vectors, as a serving process loads it.")
+	if len(r.ColdV3) > 0 {
+		m.p("A v3 engine's first frame also loads the v3 lexicon from the database and parses its vectors, once per")
+		m.p("process (the bench's engines, like serve's, are built with v1 in memory).")
+	}
 	m.p("")
 	row := func(label string, c ColdResult) []string {
 		return []string{label, ms(c.Took), spread(c.TookLo, c.TookHi), ms(c.Read), ms(c.Build),
