@@ -67,24 +67,30 @@ func arenaOptions(sp *dict.Space) arena.Options {
 	return arena.Options{Dims: sp.V.Dims}
 }
 
-// arenaItems turns synthetic items into what a resident arena of the
+// arenaItems turns synthetic items into what a resident arena of each
 // version holds for their text: the row capture derives from the stored
 // tokens (memory.DeriveRow), converted by the catch-up's own code
-// (memory.ToArenaItem). Model token counts are left at zero: the scan does
-// not read them.
-func (k *kit) arenaItems(items []arena.Item, terms memory.DictTerms, sp *dict.Space) []arena.Item {
-	out := make([]arena.Item, len(items))
+// (memory.ToArenaItem). out[v][i] is item i under versions[v]. Model token
+// counts are left at zero: the scan does not read them.
+func (k *kit) arenaItems(items []arena.Item, versions []*scanArena) [][]arena.Item {
+	out := make([][]arena.Item, len(versions))
+	for v := range out {
+		out[v] = make([]arena.Item, len(items))
+	}
 	workers := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(items); i += workers {
 				it := &items[i]
-				row := memory.DeriveRow(terms, k.vocab.Tokens(it))
-				out[i] = memory.ToArenaItem(store.ArenaItem{
-					ID: it.ID, Seq: it.Seq, UserID: it.User, ConvID: it.Conv, BornClock: it.BornClock, Tau: float64(it.Tau),
-					TermIDs: row.TermIDs, Freqs: row.Freqs, Length: int32(row.Length), Dense: row.Dense,
-				}, sp)
+				tokens := k.vocab.Tokens(it)
+				for v, s := range versions {
+					row := memory.DeriveRow(s.terms, tokens)
+					out[v][i] = memory.ToArenaItem(store.ArenaItem{
+						ID: it.ID, Seq: it.Seq, UserID: it.User, ConvID: it.Conv, BornClock: it.BornClock, Tau: float64(it.Tau),
+						TermIDs: row.TermIDs, Freqs: row.Freqs, Length: int32(row.Length), Dense: row.Dense,
+					}, s.space)
+				}
 			}
 		})
 	}

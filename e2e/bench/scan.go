@@ -93,10 +93,10 @@ func runScan(ctx context.Context, k *kit, g *synth.Generator, corpus []arena.Ite
 		}
 		for loaded < n {
 			end := min(loaded+catchUpBatch, n)
-			for _, s := range sides {
-				batch := k.arenaItems(corpus[loaded:end], s.terms, s.space)
+			batches := k.arenaItems(corpus[loaded:end], sides)
+			for j, s := range sides {
 				t0 := time.Now()
-				s.ar.Add(batch...)
+				s.ar.Add(batches[j]...)
 				s.build += time.Since(t0)
 			}
 			loaded = end
