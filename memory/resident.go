@@ -183,6 +183,11 @@ func apply(a *arena.Arena, cu store.CatchUp, sp *dict.Space) {
 	flush(cu.Head.Seq + 1)
 }
 
+// ToArenaItem is the catch-up's conversion of a stored row into what the
+// arena holds, for code outside the engine that must build an arena exactly
+// as serving does (the benchmarks' cold start and scan).
+func ToArenaItem(it store.ArenaItem, sp *dict.Space) arena.Item { return toArenaItem(it, sp) }
+
 // toArenaItem converts a stored row; sp (nil: none) turns its raw vector
 // into the arena's. A row whose vector cannot be read keeps none: the
 // integrity check, loading the same bytes the same way, reports the row.

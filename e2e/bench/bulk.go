@@ -36,9 +36,24 @@ func (t *Tenant) Conversation(u int64) int64 { return t.Convs[t.first[u]] }
 
 // NewTenant creates a tenant with users synthetic users, each with a key.
 func NewTenant(ctx context.Context, db *store.DB, name string, users int) (*Tenant, error) {
+	return NewTenantOn(ctx, db, name, users, 0)
+}
+
+// setNewHeadSQL puts a tenant that holds nothing yet on a dictionary
+// version, which is what create_tenant does when most tenants serve it.
+const setNewHeadSQL = `UPDATE tenant_heads SET dict_version = $2 WHERE tenant_id = $1 AND seq = 0`
+
+// NewTenantOn is NewTenant for a tenant created on a dictionary version (0:
+// the one create_tenant picks); the version must be in the database.
+func NewTenantOn(ctx context.Context, db *store.DB, name string, users, version int) (*Tenant, error) {
 	nt, err := db.CreateTenant(ctx, name, "bench")
 	if err != nil {
 		return nil, err
+	}
+	if version != 0 {
+		if err := setNewHead(ctx, db, nt.TenantID, version); err != nil {
+			return nil, err
+		}
 	}
 	t := &Tenant{ID: nt.TenantID, Key: nt.Key, Convs: map[int64]int64{}, turns: map[int64]int{}, first: map[int64]int64{}}
 	for u := 1; u <= users; u++ {
@@ -72,6 +87,9 @@ type Loader struct {
 	db    *store.DB
 	vocab *Vocabulary
 	count func(string) int // model tokens of a body
+	// dicts derive each version's rows, with its vectors when it ships
+	// them, as capture does (memory.DeriveRow).
+	dicts map[int]memory.DictTerms
 	// Tau is the decay constant items are born with (the engine's BaseTau
 	// for a message of average novelty).
 	Tau float64
@@ -81,17 +99,24 @@ type Loader struct {
 }
 
 // NewLoader builds a loader; count is the model-token counter.
+// It loads tenants on the vocabulary's dictionary; Dictionary adds others.
 func NewLoader(db *store.DB, v *Vocabulary, count func(string) int) *Loader {
 	return &Loader{db: db, vocab: v, count: count, Tau: 50_000,
+		dicts: map[int]memory.DictTerms{v.dict.Version: {D: v.dict}},
 		Start: time.Date(2024, 1, 1, 9, 0, 0, 0, time.UTC), Every: 30 * time.Second}
 }
+
+// Dictionary lets the loader load tenants that serve d's version.
+func (l *Loader) Dictionary(d memory.DictTerms) { l.dicts[d.D.Version] = d }
 
 const (
 	reserveSQL    = `SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)`
 	bumpHeadBySQL = `UPDATE tenant_heads SET seq = seq + $2 WHERE tenant_id = $1 RETURNING seq`
 	userClocksSQL = `SELECT id, clock FROM memory_users WHERE tenant_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`
-	setClockSQL   = `UPDATE memory_users SET clock = $3 WHERE tenant_id = $1 AND id = $2`
-	addTermsSQL   = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
+	// One statement for every user: a pooled tenant has hundreds.
+	setClocksSQL = `UPDATE memory_users m SET clock = c.clock
+		FROM unnest($2::bigint[], $3::bigint[]) AS c(id, clock) WHERE m.tenant_id = $1 AND m.id = c.id`
+	addTermsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
 		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n) ORDER BY t.term_id
 		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
 	addCorpusSQL = `INSERT INTO corpus_stats (tenant_id, dict_version, items, total_length) VALUES ($1, $2, $3, $4)
@@ -110,6 +135,7 @@ type row struct {
 	termIDs                       []int32
 	freqs                         []int16
 	length                        int
+	dense                         []byte
 	clock                         int64
 	at                            time.Time
 	seq                           int64
@@ -122,6 +148,10 @@ func (l *Loader) Load(ctx context.Context, t *Tenant, items []arena.Item) error 
 		return nil
 	}
 	n := len(items)
+	terms, ok := l.dicts[t.Dict]
+	if !ok {
+		return fmt.Errorf("bulk load: tenant %d serves dictionary v%d, the loader has none", t.ID, t.Dict)
+	}
 	for i := range items {
 		if u := items[i].User; u < 1 || int(u) > len(t.Users) {
 			return fmt.Errorf("synthetic user %d: the tenant has %d users", u, len(t.Users))
@@ -151,7 +181,8 @@ func (l *Loader) Load(ctx context.Context, t *Tenant, items []arena.Item) error 
 				r.tokens = l.vocab.Tokens(&items[i])
 				r.body = Text(r.tokens)
 				r.tokenCount = l.count(r.body)
-				r.termIDs, r.freqs, r.length = l.vocab.Row(r.tokens)
+				row := memory.DeriveRow(terms, r.tokens)
+				r.termIDs, r.freqs, r.length, r.dense = row.TermIDs, row.Freqs, row.Length, row.Dense
 			}
 		})
 	}
@@ -212,10 +243,12 @@ func (l *Loader) Load(ctx context.Context, t *Tenant, items []arena.Item) error 
 		if err := l.copyAll(ctx, tx, t, rows, newConvs, replica); err != nil {
 			return err
 		}
-		for _, u := range t.Users {
-			if _, err := tx.Exec(ctx, setClockSQL, t.ID, u, clocks[u]); err != nil {
-				return fmt.Errorf("set clock: %w", err)
-			}
+		cs := make([]int64, len(t.Users))
+		for i, u := range t.Users {
+			cs[i] = clocks[u]
+		}
+		if _, err := tx.Exec(ctx, setClocksSQL, t.ID, t.Users, cs); err != nil {
+			return fmt.Errorf("set clocks: %w", err)
 		}
 		terms, counts, total := termCounts(rows)
 		if _, err := tx.Exec(ctx, addTermsSQL, t.ID, t.Dict, terms, counts); err != nil {
@@ -239,6 +272,24 @@ func (l *Loader) Load(ctx context.Context, t *Tenant, items []arena.Item) error 
 	// and picks nested loops that read the tenant once per row.
 	if _, err := owner.Exec(ctx, analyzeSQL); err != nil {
 		return fmt.Errorf("analyze: %w", err)
+	}
+	return nil
+}
+
+// setNewHead runs as the database owner (like the loader): the head is not
+// the application role's to change outside a flip.
+func setNewHead(ctx context.Context, db *store.DB, tenantID int64, version int) error {
+	owner, err := pgx.Connect(ctx, db.Pool.Config().ConnString())
+	if err != nil {
+		return fmt.Errorf("tenant on v%d: connect: %w", version, err)
+	}
+	defer owner.Close(context.WithoutCancel(ctx))
+	tag, err := owner.Exec(ctx, setNewHeadSQL, tenantID, version)
+	if err != nil {
+		return fmt.Errorf("tenant on v%d: %w", version, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("tenant %d on v%d: not a new tenant", tenantID, version)
 	}
 	return nil
 }
@@ -317,9 +368,9 @@ func (l *Loader) copyAll(ctx context.Context, tx pgx.Tx, t *Tenant, rows []row, 
 	}); err != nil {
 		return err
 	}
-	if err := cp("retrieval_rows", []string{"tenant_id", "dict_version", "item_id", "term_ids", "term_freqs", "length"}, len(rows), func(i int) []any {
+	if err := cp("retrieval_rows", []string{"tenant_id", "dict_version", "item_id", "term_ids", "term_freqs", "length", "dense"}, len(rows), func(i int) []any {
 		r := &rows[i]
-		return []any{tid, int32(t.Dict), r.itemID, r.termIDs, r.freqs, int32(r.length)}
+		return []any{tid, int32(t.Dict), r.itemID, r.termIDs, r.freqs, int32(r.length), r.dense}
 	}); err != nil {
 		return err
 	}

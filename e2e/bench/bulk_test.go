@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -16,11 +18,20 @@ import (
 
 // TestLoaderLeavesWhatCapturesWould grows a tenant twice with the bulk
 // loader and checks the rows agree with each other and with what the
-// engine's own capture stores for the same text, and that the real engine
-// retrieves a loaded item by its words.
+// engine's own capture stores for the same text (v3: its dense vector
+// too), and that the real engine retrieves a loaded item by its words.
 func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	for _, version := range []int{1, DenseVersion} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			t.Parallel()
+			loaderLeavesWhatCapturesWould(t, version)
+		})
+	}
+}
+
+func loaderLeavesWhatCapturesWould(t *testing.T, version int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a timing: loading two dictionaries on a busy machine takes a while
 	defer cancel()
 	url := dbtest.New(t)
 	db, err := store.Open(ctx, url)
@@ -33,12 +44,18 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn, err := NewTenant(ctx, db, "loader", 3)
+	// Its own database: a tenant on v3 in a shared one would make it the
+	// version other tests' new tenants start on.
+	tn, err := NewTenantOn(ctx, db, "loader", 3, version)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if tn.Dict != version {
+		t.Fatalf("tenant created on v%d, want v%d", tn.Dict, version)
+	}
 	items := synth.Corpus(synth.Config{Seed: 5, Items: 400, Users: 3, Vocab: SynthVocab})
 	l := NewLoader(db, k.vocab, k.counter.Count)
+	l.Dictionary(k.dense)
 	for _, part := range [][2]int{{0, 150}, {150, 400}} {
 		if err := l.Load(ctx, tn, items[part[0]:part[1]]); err != nil {
 			t.Fatal(err)
@@ -57,6 +74,18 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 		}
 		return n
 	}
+	// A turn none of whose words has a vector (names, rare words) has no
+	// dense vector, under v3 as at capture.
+	withVector := 0
+	for i := range items {
+		if version == DenseVersion && memory.DeriveRow(k.dense, k.vocab.Tokens(&items[i])).Dense != nil {
+			withVector++
+		}
+	}
+	if version == DenseVersion && withVector < len(items)/2 {
+		t.Fatalf("only %d of %d synthetic turns have a vector", withVector, len(items))
+	}
+	wantDense := fmt.Sprintf(`SELECT %d`, withVector)
 	for _, c := range []struct {
 		name      string
 		got, want string
@@ -71,6 +100,9 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 			`SELECT sum(cardinality(term_ids)) FROM retrieval_rows WHERE tenant_id = $1`},
 		{"clocks", `SELECT sum(clock) FROM memory_users WHERE tenant_id = $1`,
 			`SELECT sum(c) FROM (SELECT max(born_clock) AS c FROM items WHERE tenant_id = $1 GROUP BY user_id) m`},
+		{"rows of the tenant's version", `SELECT count(*) FROM retrieval_rows r JOIN tenant_heads h
+			ON h.tenant_id = r.tenant_id AND h.dict_version = r.dict_version WHERE r.tenant_id = $1`, `SELECT 400`},
+		{"dense rows", `SELECT count(*) FROM retrieval_rows WHERE tenant_id = $1 AND dense IS NOT NULL`, wantDense},
 		{"seqs distinct", `SELECT count(DISTINCT seq) FROM items WHERE tenant_id = $1`, `SELECT 400`},
 		{"births", `SELECT CASE WHEN to_regclass('item_births') IS NULL THEN 400
 			ELSE (SELECT count(*) FROM item_births WHERE tenant_id = $1) END`, `SELECT 400`},
@@ -88,13 +120,14 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 		Terms  []int32
 		Freqs  []int16
 		Length int32
+		Dense  []byte
 	}
 	read := func(itemID int64) stored {
 		t.Helper()
 		var s stored
-		err := owner.QueryRow(ctx, `SELECT i.body, i.tokens, r.term_ids, r.term_freqs, r.length FROM items i
+		err := owner.QueryRow(ctx, `SELECT i.body, i.tokens, r.term_ids, r.term_freqs, r.length, r.dense FROM items i
 			JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id WHERE i.tenant_id = $1 AND i.id = $2`,
-			tn.ID, itemID).Scan(&s.Body, &s.Tokens, &s.Terms, &s.Freqs, &s.Length)
+			tn.ID, itemID).Scan(&s.Body, &s.Tokens, &s.Terms, &s.Freqs, &s.Length, &s.Dense)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +163,7 @@ func TestLoaderLeavesWhatCapturesWould(t *testing.T) {
 		}
 		captured := read(c.ItemIDs[0])
 		if !slices.Equal(captured.Tokens, loaded.Tokens) || !slices.Equal(captured.Terms, loaded.Terms) ||
-			!slices.Equal(captured.Freqs, loaded.Freqs) || captured.Length != loaded.Length {
+			!slices.Equal(captured.Freqs, loaded.Freqs) || captured.Length != loaded.Length || !bytes.Equal(captured.Dense, loaded.Dense) {
 			t.Errorf("item %d: loaded %+v, captured %+v", id, loaded, captured)
 		}
 	}

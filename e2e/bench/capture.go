@@ -23,6 +23,11 @@ type kit struct {
 	dict    *dict.Dictionary
 	vocab   *Vocabulary
 	db      *store.DB
+	// dense is the version with word vectors measured beside dict (v3),
+	// its lexicon and vectors; space the dense space of a tenant created on
+	// it (the dictionary's common component, memory/dense.go).
+	dense memory.DictTerms
+	space *dict.Space
 }
 
 func newKit(ctx context.Context, db *store.DB, version int) (*kit, error) {
@@ -41,7 +46,11 @@ func newKit(ctx context.Context, db *store.DB, version int) (*kit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kit{counter: c, dict: d, vocab: v, db: db}, nil
+	k := &kit{counter: c, dict: d, vocab: v, db: db}
+	if k.dense, k.space, err = loadDense(ctx, db); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // engine is a fresh engine (its own, empty, resident arenas), configured

@@ -8,6 +8,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/arena"
+	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -15,6 +16,7 @@ import (
 // loading the whole tenant from PostgreSQL.
 type ColdResult struct {
 	Items  int
+	Dict   int // the tenant's dictionary version
 	Rounds int
 	// Took is the catch-up (read + build), median over rounds; Lo/Hi the spread.
 	Took, TookLo, TookHi time.Duration
@@ -35,7 +37,11 @@ type ColdResult struct {
 const catchUpBatch = 4096
 
 func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string, cfg Config, lg *logger) (*ColdResult, error) {
-	res := &ColdResult{Items: t.Items}
+	res := &ColdResult{Items: t.Items, Dict: t.Dict}
+	_, vecSpace, err := k.terms(t.Dict)
+	if err != nil {
+		return nil, err
+	}
 	var took, read, build []time.Duration
 	for round := range cfg.ColdRounds {
 		lg.printf("cold start %s: round %d/%d", itemsLabel(t.Items), round+1, cfg.ColdRounds)
@@ -48,10 +54,20 @@ func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string
 			return nil, err
 		}
 		t1 := time.Now()
-		ar := arena.New(arena.Options{})
+		// As the resident catch-up loads a tenant from scratch
+		// (memory/resident.go): the space of the version and the tenant's
+		// frozen component, an arena sized for its vectors, the product's
+		// conversion of each row.
+		var sp *dict.Space
+		if vecSpace != nil {
+			if sp, err = dict.NewSpace(vecSpace.V, cu.Component); err != nil {
+				return nil, fmt.Errorf("cold start: %w", err)
+			}
+		}
+		ar := arena.New(arenaOptions(sp))
 		batch := make([]arena.Item, 0, catchUpBatch)
 		for i := range cu.Items {
-			batch = append(batch, toArenaItem(&cu.Items[i]))
+			batch = append(batch, memory.ToArenaItem(cu.Items[i], sp))
 			if len(batch) == catchUpBatch {
 				ar.Add(batch...)
 				batch = batch[:0]
@@ -95,21 +111,4 @@ func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string
 	}
 	res.EngineWarm = Median(warm)
 	return res, nil
-}
-
-// toArenaItem is the resident catch-up's conversion (memory/resident.go).
-func toArenaItem(it *store.ArenaItem) arena.Item {
-	terms := make([]arena.TermID, len(it.TermIDs))
-	for i, t := range it.TermIDs {
-		terms[i] = arena.TermID(uint32(t))
-	}
-	freqs := make([]uint16, len(it.Freqs))
-	for i, f := range it.Freqs {
-		freqs[i] = uint16(f)
-	}
-	return arena.Item{
-		ID: it.ID, Seq: it.Seq, User: it.UserID, Conv: it.ConvID,
-		Terms: terms, Freqs: freqs, Length: uint32(it.Length),
-		BornClock: it.BornClock, Tau: float32(it.Tau), Tokens: uint32(max(it.Tokens, 0)),
-	}
 }

@@ -53,6 +53,14 @@ type Config struct {
 	RateStart      float64
 	RateLimit      float64 // the search stops doubling here
 	Bisect         int
+	// DenseSizes are the sizes of Sizes at which a second tenant, the
+	// same items on dictionary v3, is measured beside the first (memory
+	// path and cold start).
+	DenseSizes []int
+	// PoolUsers memory users holding PoolItems items in one tenant, each
+	// question asked as one of them: the memory path of a pooled tenant,
+	// v1 and v3 (issue 16 item 5). PoolUsers 0 skips it.
+	PoolUsers, PoolItems int
 
 	// Section 3.
 	CaptureN    int
@@ -75,6 +83,7 @@ func ModeConfig(mode string) (Config, error) {
 		Rounds: 5, PassPairs: 400, Concurrency: 64, PassPairsMany: 16, StreamPairs: 200, StreamConcurrency: 4,
 		Chunks: 64, ChunkDelay: time.Millisecond, BreakdownN: 100,
 		Sizes: []int{10_000, 250_000, 1_000_000}, PipelinePairs: 60, ColdRounds: 3,
+		DenseSizes: []int{10_000, 250_000}, PoolUsers: 500, PoolItems: 250_000,
 		ThroughputSize: 250_000, Bound: 50 * time.Millisecond, RateStep: 3 * time.Second, RateStart: 10, RateLimit: 4000, Bisect: 3,
 		CaptureN: 200, ImportTurns: 2000,
 		ScanSizes: []int{250_000, 1_000_000}, ScanQueries: 200,
@@ -84,6 +93,7 @@ func ModeConfig(mode string) (Config, error) {
 	case "quick":
 		c.Rounds, c.PassPairs, c.PassPairsMany, c.StreamPairs, c.BreakdownN = 3, 150, 4, 40, 40
 		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{10_000}, 10_000, 30, 2
+		c.DenseSizes, c.PoolItems = []int{10_000}, 10_000
 		c.RateStep, c.Bisect = 700*time.Millisecond, 1
 		c.CaptureN, c.ImportTurns = 60, 300
 		c.ScanSizes, c.ScanQueries = []int{10_000}, 100
@@ -92,6 +102,7 @@ func ModeConfig(mode string) (Config, error) {
 		c.Rounds, c.PassPairs, c.Concurrency, c.PassPairsMany, c.StreamPairs, c.BreakdownN = 2, 10, 4, 2, 2, 5
 		c.Chunks = 8
 		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{300}, 300, 4, 1
+		c.DenseSizes, c.PoolUsers, c.PoolItems = []int{300}, 20, 400
 		c.RateStep, c.RateStart, c.RateLimit, c.Bisect, c.Bound = 150*time.Millisecond, 50, 100, 0, 2*time.Second
 		c.CaptureN, c.ImportTurns = 5, 10
 		c.ScanSizes, c.ScanQueries = []int{300, 600}, 10

@@ -4,6 +4,13 @@
 // the subject where both are requests), a bulk loader that fills a tenant
 // with a synthetic corpus through COPY, and the writer of BENCHMARKS.md.
 //
+// Dictionary v3 (word vectors, the hybrid scan) is measured beside v1 in
+// the same run: the scan, the memory path and the cold start each run on a
+// second arena or tenant holding the same synthetic text under v3, and a
+// pooled tenant (hundreds of users in one tenant) is measured on both. Rows,
+// vectors and arena items come from the product's own code
+// (memory.DeriveRow, memory.ToArenaItem, dict.Space), never a copy.
+//
 // Every figure is a median over repeated rounds of a per-round percentile,
 // with the baseline of the same rounds beside it: the machine is shared and
 // noisy, so a single pass would measure the neighbours as much as the code.

@@ -216,23 +216,42 @@ func (r *Report) memPath(m *mdw) {
 	m.p("it runs while the provider answers); its statement is in the breakdown below but not in the turn's time.")
 	m.p("The pipeline's added time above is this plus the HTTP hop, the key lookup and the conversation upsert.")
 	m.p("")
-	rows := make([][]string, len(r.MemPath))
-	for i, p := range r.MemPath {
-		rows[i] = []string{itemsLabel(p.Items) + " items", ms(p.Capture.P50), ms(p.Capture.P99), ms(p.Frame.P50), ms(p.Frame.P99),
-			"**" + ms(p.Total.P50) + "**", ms(p.Total.P99), spread(p.Total.P50Lo, p.Total.P50Hi), ms(p.Count.P50)}
+	dense := len(r.MemPathV3) > 0
+	var rows [][]string
+	for _, p := range r.MemPath {
+		row := append(memRow(itemsLabel(p.Items)+" items", p), ms(p.Count.P50))
+		if dense {
+			row = append(row, "–")
+		}
+		rows = append(rows, row)
+		if p3, ok := r.memPathV3At(p.Items); ok {
+			rows = append(rows, append(memRow(itemsLabel(p.Items)+" items, v3", p3), ms(p3.Count.P50), vsV1(p3.Total.P50, p.Total.P50)))
+		}
 	}
-	m.table([]string{"", "capture p50", "p99", "frame p50", "p99", "memory path p50", "p99", "p50 spread",
-		fmt.Sprintf("BPE count of %d bodies", r.MemPath[0].CountBodies)}, rows)
+	head := append(memHead(), fmt.Sprintf("BPE count of %d bodies", r.MemPath[0].CountBodies))
+	if dense {
+		head = append(head, "v3 vs v1 (p50)")
+	}
+	m.table(head, rows)
 	m.p("The last column counts the model tokens of %d stored bodies with the embedded BPE counter, the work a", r.MemPath[0].CountBodies)
 	m.p("frame does to price up to that many candidates (memory/frame.go `fit`, `itemCost`), timed alone.")
+	if dense {
+		m.p("Rows marked v3 are a second tenant holding the same items on dictionary v3 (word vectors, the hybrid")
+		m.p("scan; created on v3, so its dense space uses the dictionary's common component), with its own engine,")
+		m.p("asked the same questions as the v1 tenant back to back in turn; \"v3 vs v1\" compares the two p50s.")
+	}
 	m.p("")
 	m.p("Where a turn's database time goes (capture and frame statements, mean ms per turn as the client sees")
 	m.p("them, pgx tracer):")
 	m.p("")
 	for _, p := range r.MemPath {
 		m.p("- %s items: %s.", itemsLabel(p.Items), stmtList(p.Statements))
+		if p3, ok := r.memPathV3At(p.Items); ok {
+			m.p("- %s items, v3: %s.", itemsLabel(p.Items), stmtList(p3.Statements))
+		}
 	}
 	m.p("")
+	r.pooled(m)
 }
 
 func (r *Report) capture(m *mdw) {
@@ -270,18 +289,31 @@ func (r *Report) scan(m *mdw) {
 	s0 := r.Scan[0]
 	m.p("## 4. Scan")
 	m.p("")
-	m.p("The resident arena's exact two-stage BM25 scan (memory/arena) over the synthetic corpus, in-process, one")
-	m.p("user's items visible (a tenth of the corpus), K=%d as the engine asks, %d queries of 3-8 terms per round on",
-		s0.K, s0.Queries)
-	m.p("%d workers. The floor is one sequential read of as many bytes as the arena holds, with as many", s0.Workers)
-	m.p("goroutines, in the same run: no scan that looks at every item can beat it.")
+	m.p("The resident arena's exact scan (memory/arena) over the synthetic corpus, in-process, one user's items")
+	m.p("visible (a tenth of the corpus), K=%d as the engine asks, %d queries of 3-8 terms per round on %d workers.",
+		s0.K, s0.Queries, s0.Workers)
+	m.p("v1 is the two-stage BM25 scan; v3 the hybrid scan (BM25 and the dense vectors, fused) of an arena")
+	m.p("built from the same text: each item's row derived by capture's code (`memory.DeriveRow`: the v3 lexicon's")
+	m.p("terms and the SIF vector of the stored words) and loaded by the catch-up's (`memory.ToArenaItem`), each")
+	m.p("question's terms and vector built as a frame builds them. Every question goes to both arenas back to")
+	m.p("back, in alternating order. The floor is one sequential read of as many bytes as that arena holds, with")
+	m.p("as many goroutines, in the same run: no scan that looks at every item can beat it.")
 	m.p("")
-	rows := make([][]string, len(r.Scan))
-	for i, s := range r.Scan {
-		rows[i] = []string{itemsLabel(s.Items), "**" + ms(s.Scan.P50) + "**", ms(s.Scan.P99), spread(s.Scan.P50Lo, s.Scan.P50Hi),
-			ms(s.Floor), fmt.Sprintf("%.1fx", float64(s.Scan.P50)/float64(max(1, s.Floor))), ms(s.CPUPerQuery), fmt.Sprintf("%.0f", s.BytesPerItem)}
+	var rows [][]string
+	side := func(label, dict string, x ScanSide, ratio string) []string {
+		return []string{label, dict, "**" + ms(x.Scan.P50) + "**", ms(x.Scan.P99), spread(x.Scan.P50Lo, x.Scan.P50Hi),
+			ms(x.Floor), fmt.Sprintf("%.1fx", float64(x.Scan.P50)/float64(max(1, x.Floor))), ms(x.CPUPerQuery),
+			fmt.Sprintf("%.0f", x.BytesPerItem), ratio}
 	}
-	m.table([]string{"items", "scan p50 (ms)", "p99", "p50 spread", "bandwidth floor", "p50 / floor", "CPU per query", "arena bytes/item"}, rows)
+	for _, s := range r.Scan {
+		rows = append(rows, side(itemsLabel(s.Items), "v1", ScanSide{Scan: s.Scan, Floor: s.Floor, BytesPerItem: s.BytesPerItem,
+			CPUPerQuery: s.CPUPerQuery}, "–"))
+		if s.V3 != nil {
+			rows = append(rows, side(itemsLabel(s.Items), "v3", *s.V3, fmt.Sprintf("**%.2fx**", s.V3Ratio())))
+		}
+	}
+	m.table([]string{"items", "dictionary", "scan p50 (ms)", "p99", "p50 spread", "bandwidth floor", "p50 / floor", "CPU per query",
+		"arena bytes/item", "v3/v1 p50"}, rows, 1)
 }
 
 func (r *Report) cold(m *mdw) {
@@ -293,12 +325,24 @@ func (r *Report) cold(m *mdw) {
 	m.p("A process with no arena reading the whole tenant from PostgreSQL (`store.ReadCatchUp` in one snapshot)")
 	m.p("and building its arena, as the first request of a tenant does; %d rounds. \"Engine\" is the same done by a", r.Cold[0].Rounds)
 	m.p("fresh `memory.Engine`: its first frame (catch-up plus one frame) and a warm frame for comparison.")
+	m.p("Rows are converted by the catch-up's own code (`memory.ToArenaItem`); a v3 row's vector goes through the")
+	m.p("tenant's dense space (`dict.Space`) into an arena that holds vectors, as a serving process loads it.")
+	if len(r.ColdV3) > 0 {
+		m.p("A v3 engine's first frame also loads the v3 lexicon from the database and parses its vectors, once per")
+		m.p("process (the bench's engines, like serve's, are built with v1 in memory).")
+	}
 	m.p("")
-	rows := make([][]string, len(r.Cold))
-	for i, c := range r.Cold {
-		rows[i] = []string{itemsLabel(c.Items), ms(c.Took), spread(c.TookLo, c.TookHi), ms(c.Read), ms(c.Build),
+	row := func(label string, c ColdResult) []string {
+		return []string{label, ms(c.Took), spread(c.TookLo, c.TookHi), ms(c.Read), ms(c.Build),
 			fmt.Sprintf("**%.0fk**", c.PerSec/1000), fmt.Sprintf("%.0f", c.BytesPerItem), fmt.Sprintf("%.0f", c.HeapPerItem),
 			ms(c.EngineFirst), ms(c.EngineWarm)}
+	}
+	var rows [][]string
+	for _, c := range r.Cold {
+		rows = append(rows, row(itemsLabel(c.Items), c))
+		if c3, ok := r.coldV3At(c.Items); ok {
+			rows = append(rows, row(itemsLabel(c.Items)+", v3", c3))
+		}
 	}
 	m.table([]string{"items", "catch-up (ms)", "spread", "read", "build", "items/s", "arena B/item", "Go heap B/item", "engine first frame", "warm frame"}, rows)
 }
@@ -412,8 +456,12 @@ func (r *Report) loads(m *mdw) {
 	if len(r.Loads) == 0 {
 		return
 	}
-	var parts []string
+	var parts, others []string
 	for _, l := range r.Loads {
+		if l.Tenant != "" {
+			others = append(others, fmt.Sprintf("%s +%s to %s in %s", l.Tenant, itemsLabel(l.Added), itemsLabel(l.Items), l.Took.Round(100*time.Millisecond)))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("+%s to %s in %s (%.0fk items/s)", itemsLabel(l.Added), itemsLabel(l.Items),
 			l.Took.Round(100*time.Millisecond), float64(l.Added)/l.Took.Seconds()/1000))
 	}
@@ -423,5 +471,9 @@ func (r *Report) loads(m *mdw) {
 	m.p("tenant's dictionary, born-hot activations, birth records, term and corpus counts, clocks and head in")
 	m.p("one transaction per growth, triggers off where the role may): %s. This is setup, not a figure of the", strings.Join(parts, "; "))
 	m.p("product: captures (section 3) are how items arrive in production.")
+	if len(others) > 0 {
+		m.p("The other tenants were loaded the same way, rows under their own dictionary (v3 rows with their")
+		m.p("vectors): %s.", strings.Join(others, "; "))
+	}
 	m.p("")
 }

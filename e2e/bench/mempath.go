@@ -16,6 +16,8 @@ import (
 // its frame (reheats written), through a memory.Engine of this process.
 type MemPathResult struct {
 	Items   int
+	Dict    int // the tenant's dictionary version
+	Users   int // memory users holding the items
 	Capture Rounds
 	Frame   Rounds
 	Total   Rounds
@@ -87,26 +89,62 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 }
 
 func runMemPath(ctx context.Context, mp *memPath, k *kit, t *Tenant, lr liveRequests, bodies []string, cfg Config, lg *logger) (*MemPathResult, error) {
-	// The first turn catches the engine's arena up with the growth.
-	if _, _, err := mp.turn(ctx, k, t, lr.text[0], lr.user[0]); err != nil {
+	res, err := runMemPaths(ctx, []memSide{{mp, t}}, k, lr, bodies, cfg, lg)
+	if err != nil {
 		return nil, err
 	}
-	var caps, frames, totals, counts [][]time.Duration
+	return &res[0], nil
+}
+
+// memSide is one tenant measured by the memory path, with its own engine
+// and tracer.
+type memSide struct {
+	mp *memPath
+	t  *Tenant
+}
+
+// runMemPaths measures the memory path of several tenants (the same items
+// under v1 and v3) with the same questions: each question is asked of
+// every tenant back to back, in an order that turns with the question, so
+// a busy neighbour slows them alike. Results are in the order of sides.
+func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, bodies []string, cfg Config, lg *logger) ([]MemPathResult, error) {
+	// The first turn catches each engine's arena up with the growth.
+	for _, s := range sides {
+		if _, _, err := s.mp.turn(ctx, k, s.t, lr.text[0], lr.user[0]); err != nil {
+			return nil, err
+		}
+		s.mp.tr.reset()
+	}
+	type samples struct{ caps, frames, totals [][]time.Duration }
+	got := make([]samples, len(sides))
+	var counts [][]time.Duration
 	i := 1
-	mp.tr.reset()
 	for round := range cfg.Rounds {
-		lg.printf("memory path %s: round %d/%d", itemsLabel(t.Items), round+1, cfg.Rounds)
-		var c, f, tt []time.Duration
+		lg.printf("memory path %s%s: round %d/%d", itemsLabel(sides[0].t.Items), sidesLabel(sides), round+1, cfg.Rounds)
+		c := make([][]time.Duration, len(sides))
+		f := make([][]time.Duration, len(sides))
+		tt := make([][]time.Duration, len(sides))
 		for range cfg.PipelinePairs {
 			k1 := i % len(lr.text)
 			i++
-			dc, df, err := mp.turn(ctx, k, t, lr.text[k1], lr.user[k1])
-			if err != nil {
-				return nil, err
+			for j := range sides {
+				x := (j + i) % len(sides)
+				s := sides[x]
+				// Another engine's deferred reheat would compete with this
+				// turn, which in serving it does not.
+				for _, o := range sides {
+					o.mp.eng.WaitReheats()
+				}
+				dc, df, err := s.mp.turn(ctx, k, s.t, lr.text[k1], lr.user[k1])
+				if err != nil {
+					return nil, err
+				}
+				c[x], f[x], tt[x] = append(c[x], dc), append(f[x], df), append(tt[x], dc+df)
 			}
-			c, f, tt = append(c, dc), append(f, df), append(tt, dc+df)
 		}
-		caps, frames, totals = append(caps, c), append(frames, f), append(totals, tt)
+		for x := range sides {
+			got[x].caps, got[x].frames, got[x].totals = append(got[x].caps, c[x]), append(got[x].frames, f[x]), append(got[x].totals, tt[x])
+		}
 		var cs []time.Duration
 		for range 5 {
 			t0 := time.Now()
@@ -117,14 +155,40 @@ func runMemPath(ctx context.Context, mp *memPath, k *kit, t *Tenant, lr liveRequ
 		}
 		counts = append(counts, cs)
 	}
-	res := &MemPathResult{Items: t.Items, Capture: Fold(caps), Frame: Fold(frames), Total: Fold(totals),
-		Count: Fold(counts), CountBodies: len(bodies), Statements: mp.tr.per(cfg.Rounds * cfg.PipelinePairs)}
+	out := make([]MemPathResult, len(sides))
+	for x, s := range sides {
+		out[x] = MemPathResult{Items: s.t.Items, Dict: s.t.Dict, Users: len(s.t.Users),
+			Capture: Fold(got[x].caps), Frame: Fold(got[x].frames), Total: Fold(got[x].totals),
+			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.PipelinePairs)}
+		look, err := rowLookup(ctx, k, s.t)
+		if err != nil {
+			return nil, err
+		}
+		out[x].RowLookup = look
+	}
+	return out, nil
+}
+
+func sidesLabel(sides []memSide) string {
+	if len(sides) < 2 {
+		return ""
+	}
+	out := ""
+	for _, s := range sides {
+		out += fmt.Sprintf(" v%d", s.t.Dict)
+	}
+	return "," + out
+}
+
+// rowLookup times finding the tenant's newest item's retrieval rows by
+// tenant and item alone (median of five).
+func rowLookup(ctx context.Context, k *kit, t *Tenant) (time.Duration, error) {
 	var last int64
 	err := k.db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `SELECT max(id) FROM items WHERE tenant_id = $1`, t.ID).Scan(&last)
 	})
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	var looks []time.Duration
 	for range 5 {
@@ -138,10 +202,9 @@ func runMemPath(ctx context.Context, mp *memPath, k *kit, t *Tenant, lr liveRequ
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("row lookup: %w", err)
+			return 0, fmt.Errorf("row lookup: %w", err)
 		}
 		looks = append(looks, took)
 	}
-	res.RowLookup = Median(looks)
-	return res, nil
+	return Median(looks), nil
 }

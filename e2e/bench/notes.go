@@ -153,6 +153,9 @@ func (r *Report) notes(m *mdw) {
 		m.p("candidates and rescores more of them. CPU per query above the wall time means both workers were busy.")
 		m.p("")
 	}
+	if has("scan-v3", "arena-v3", "mem-v3") {
+		r.denseNotes(m)
+	}
 	if len(r.Cold) > 0 && has("cold") {
 		c := r.Cold[len(r.Cold)-1]
 		m.p("**Cold start (§5).** Of the %s ms catch-up at %s items, reading from PostgreSQL takes %s ms and",

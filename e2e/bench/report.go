@@ -13,12 +13,17 @@ type Report struct {
 	Database string
 	Took     time.Duration
 
-	Pass       *PassResult
-	Pipeline   []PipelineResult
-	MemPath    []MemPathResult
+	Pass     *PassResult
+	Pipeline []PipelineResult
+	MemPath  []MemPathResult
+	// MemPathV3 is the memory path of the same items on dictionary v3, at
+	// Config.DenseSizes, measured beside MemPath's row of that size.
+	MemPathV3  []MemPathResult
+	Pooled     *PooledResult
 	Capture    *CaptureResult
 	Scan       []ScanResult
 	Cold       []ColdResult
+	ColdV3     []ColdResult // cold start of the v3 tenant at Config.DenseSizes
 	Throughput *ThroughputResult
 	Recall     *RecallResult
 	Loads      []LoadFigure
@@ -28,9 +33,10 @@ type Report struct {
 // LoadFigure is one growth of the bench tenant (setup, not a figure of
 // the product).
 type LoadFigure struct {
-	Items int
-	Added int
-	Took  time.Duration
+	Tenant string // "" for the bench tenant
+	Items  int
+	Added  int
+	Took   time.Duration
 }
 
 // Target is one goal of issues 3 and 8 with what this run measured.
@@ -100,6 +106,7 @@ func (r *Report) Targets() []Target {
 				"capture alone p50 "+ms(p.Capture.P50)+" ms")))
 		}
 	}
+	ts = append(ts, r.memV3Targets()...)
 	if c := r.Capture; c != nil {
 		ts = append(ts, id("capture", durTarget("3", "capture p50 <= commit floor p50 + 0.5 ms", c.Capture.P50, c.Floor.P50+500*time.Microsecond,
 			"floor p50 "+ms(c.Floor.P50)+" ms")))
@@ -117,6 +124,7 @@ func (r *Report) Targets() []Target {
 				"bandwidth floor "+ms(s.Floor)+" ms")))
 		}
 	}
+	ts = append(ts, r.scanV3Targets()...)
 	if len(r.Cold) > 0 {
 		c := r.Cold[len(r.Cold)-1]
 		ts = append(ts,

@@ -82,7 +82,13 @@ type runner struct {
 }
 
 func (r *runner) newTenant(ctx context.Context, name string, users int) (*Tenant, error) {
-	t, err := NewTenant(ctx, r.db, name+" "+time.Now().UTC().Format(time.RFC3339), users)
+	return r.newTenantOn(ctx, name, users, 0)
+}
+
+// newTenantOn creates a scratch tenant on a dictionary version (0: the
+// database's choice).
+func (r *runner) newTenantOn(ctx context.Context, name string, users, version int) (*Tenant, error) {
+	t, err := NewTenantOn(ctx, r.db, name+" "+time.Now().UTC().Format(time.RFC3339), users, version)
 	if err == nil {
 		r.tenants = append(r.tenants, t)
 	}
@@ -156,7 +162,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.closeRig()
 	runtime.GC()
 	if cfg.has(SecScan) {
-		if rep.Scan, err = runScan(ctx, r.g, r.corpus, cfg.ScanSizes, cfg, r.lg); err != nil {
+		if rep.Scan, err = runScan(ctx, r.k, r.g, r.corpus, cfg.ScanSizes, cfg, r.lg); err != nil {
 			return err
 		}
 	}
@@ -185,15 +191,25 @@ func (r *runner) run(ctx context.Context) error {
 }
 
 // grow loads the bench tenant through cfg.Sizes and measures sections 2,
-// 5 and 6 at each size.
+// 5 and 6 at each size; at cfg.DenseSizes a second tenant with the same
+// items on dictionary v3 is grown and measured beside it, and after the
+// last size the pooled tenant's memory path.
 func (r *runner) grow(ctx context.Context) error {
 	cfg, rep, bt := r.cfg, r.rep, r.bt
 	loader := NewLoader(r.db, r.k.vocab, r.k.counter.Count)
+	loader.Dictionary(r.k.dense)
 	mp, err := newMemPath(ctx, r.k, r.dbURL)
 	if err != nil {
 		return err
 	}
 	defer mp.close()
+	var t3 *Tenant // the same items on v3, created at the first dense size
+	var mp3 *memPath
+	defer func() {
+		if mp3 != nil {
+			mp3.close()
+		}
+	}()
 	for _, n := range cfg.Sizes {
 		r.lg.printf("load: growing the tenant to %s items", itemsLabel(n))
 		t0, before := time.Now(), bt.Items
@@ -201,6 +217,23 @@ func (r *runner) grow(ctx context.Context) error {
 			return err
 		}
 		rep.Loads = append(rep.Loads, LoadFigure{Items: n, Added: n - before, Took: time.Since(t0)})
+		dense := slices.Contains(cfg.DenseSizes, n) && (cfg.has(SecMemPath) || cfg.has(SecCold))
+		if dense {
+			if t3 == nil {
+				if t3, err = r.newTenantOn(ctx, "bench v3", len(bt.Users), r.k.dense.D.Version); err != nil {
+					return err
+				}
+				if mp3, err = newMemPath(ctx, r.k, r.dbURL); err != nil {
+					return err
+				}
+			}
+			r.lg.printf("load: growing the v3 tenant to %s items", itemsLabel(n))
+			t0, before := time.Now(), t3.Items
+			if err := loader.Load(ctx, t3, r.corpus[t3.Items:n]); err != nil {
+				return err
+			}
+			rep.Loads = append(rep.Loads, LoadFigure{Tenant: "v3 tenant", Items: n, Added: n - before, Took: time.Since(t0)})
+		}
 		lr := newLiveRequests(r.k.vocab, r.g.Queries(r.corpus[:n], 200, 3, 8))
 		if cfg.has(SecCold) {
 			c, err := runColdStart(ctx, r.db, r.k, bt, lr.text[0], cfg, r.lg)
@@ -208,6 +241,13 @@ func (r *runner) grow(ctx context.Context) error {
 				return err
 			}
 			rep.Cold = append(rep.Cold, *c)
+			if dense {
+				c, err := runColdStart(ctx, r.db, r.k, t3, lr.text[0], cfg, r.lg)
+				if err != nil {
+					return err
+				}
+				rep.ColdV3 = append(rep.ColdV3, *c)
+			}
 		}
 		if cfg.has(SecPipeline) {
 			p, err := runPipeline(ctx, r.rg, bt, lr, cfg, r.lg)
@@ -217,11 +257,18 @@ func (r *runner) grow(ctx context.Context) error {
 			rep.Pipeline = append(rep.Pipeline, *p)
 		}
 		if cfg.has(SecMemPath) {
-			p, err := runMemPath(ctx, mp, r.k, bt, lr, r.bodies(n), cfg, r.lg)
+			sides := []memSide{{mp, bt}}
+			if dense {
+				sides = append(sides, memSide{mp3, t3})
+			}
+			ps, err := runMemPaths(ctx, sides, r.k, lr, r.bodies(n), cfg, r.lg)
 			if err != nil {
 				return err
 			}
-			rep.MemPath = append(rep.MemPath, *p)
+			rep.MemPath = append(rep.MemPath, ps[0])
+			if dense {
+				rep.MemPathV3 = append(rep.MemPathV3, ps[1])
+			}
 		}
 		if cfg.has(SecThroughput) && n == cfg.ThroughputSize {
 			if rep.Throughput, err = runThroughput(ctx, r.rg, bt, lr, cfg, r.lg); err != nil {
@@ -229,7 +276,60 @@ func (r *runner) grow(ctx context.Context) error {
 			}
 		}
 	}
+	if cfg.has(SecMemPath) && cfg.PoolUsers > 0 {
+		if rep.Pooled, err = r.pooled(ctx, loader); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// pooled measures the memory path of one tenant where cfg.PoolUsers users
+// hold cfg.PoolItems items, on v1 and (a second tenant, same items) on v3.
+func (r *runner) pooled(ctx context.Context, loader *Loader) (*PooledResult, error) {
+	cfg := r.cfg
+	r.lg.printf("pooled: generating %s items of %d users", itemsLabel(cfg.PoolItems), cfg.PoolUsers)
+	g := synth.New(synth.Config{Seed: cfg.Seed + 1, Items: cfg.PoolItems, Users: cfg.PoolUsers, Vocab: SynthVocab})
+	corpus := g.Corpus()
+	var sides []memSide
+	defer func() {
+		for _, s := range sides {
+			s.mp.close()
+		}
+	}()
+	for _, v := range []int{r.k.dict.Version, r.k.dense.D.Version} {
+		r.lg.printf("pooled: loading the v%d tenant", v)
+		t, err := r.newTenantOn(ctx, fmt.Sprintf("bench pooled v%d", v), cfg.PoolUsers, v)
+		if err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		if err := loader.Load(ctx, t, corpus); err != nil {
+			return nil, err
+		}
+		r.rep.Loads = append(r.rep.Loads, LoadFigure{Tenant: fmt.Sprintf("pooled tenant v%d (%d users)", v, cfg.PoolUsers),
+			Items: len(corpus), Added: len(corpus), Took: time.Since(t0)})
+		mp, err := newMemPath(ctx, r.k, r.dbURL)
+		if err != nil {
+			return nil, err
+		}
+		sides = append(sides, memSide{mp, t})
+	}
+	qs := g.Queries(corpus, 200, 3, 8)
+	owned := map[int64]int{}
+	for i := range corpus {
+		owned[corpus[i].User]++
+	}
+	visible := 0
+	for _, q := range qs {
+		visible += owned[q.Users[0]]
+	}
+	ps, err := runMemPaths(ctx, sides, r.k, newLiveRequests(r.k.vocab, qs), bodiesOf(r.k.vocab, corpus), cfg, r.lg)
+	if err != nil {
+		return nil, err
+	}
+	return &PooledResult{Users: cfg.PoolUsers, Items: len(corpus), Visible: float64(visible) / float64(max(1, len(qs))),
+		V1: ps[0], V3: ps[1]}, nil
 }
 
 func (r *runner) closeRig() {
@@ -241,10 +341,13 @@ func (r *runner) closeRig() {
 
 // bodies are up to FrameCandidates stored bodies spread over the first n
 // items.
-func (r *runner) bodies(n int) []string {
+func (r *runner) bodies(n int) []string { return bodiesOf(r.k.vocab, r.corpus[:n]) }
+
+func bodiesOf(v *Vocabulary, items []arena.Item) []string {
+	n := len(items)
 	out := make([]string, 0, FrameCandidates)
 	for i := 0; i < n && len(out) < FrameCandidates; i += max(1, n/FrameCandidates) {
-		out = append(out, Text(r.k.vocab.Tokens(&r.corpus[i])))
+		out = append(out, Text(v.Tokens(&items[i])))
 	}
 	return out
 }

@@ -8,12 +8,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/arena"
 	"github.com/perpetuity/perpetuity/memory/arena/synth"
+	"github.com/perpetuity/perpetuity/memory/dict"
 )
 
-// ScanResult is section 4 at one size: the exact two-stage scan of the
-// resident arena against reading the arena's bytes once.
+// ScanResult is section 4 at one size: the exact scan of the resident
+// arena against reading the arena's bytes once, under v1 (the fields) and
+// under the dense version (V3) over the same text and questions.
 type ScanResult struct {
 	Items   int
 	K       int
@@ -25,59 +28,113 @@ type ScanResult struct {
 	Floor        time.Duration
 	BytesPerItem float64
 	CPUPerQuery  time.Duration // process CPU time per query (robust to a busy neighbour)
-	Build        time.Duration // building the arena from the corpus
+	Build        time.Duration // adding the corpus to the arena
+	// V3 is the same scan of an arena of the dense version (the hybrid
+	// scan); nil when it was not measured.
+	V3 *ScanSide
+}
+
+// ScanSide is one arena's figures at a size.
+type ScanSide struct {
+	Scan         Rounds
+	Floor        time.Duration
+	BytesPerItem float64
+	CPUPerQuery  time.Duration
+	Build        time.Duration
+}
+
+// V3Ratio is the dense version's scan p50 over v1's (0 without it).
+func (s ScanResult) V3Ratio() float64 {
+	if s.V3 == nil || s.Scan.P50 <= 0 {
+		return 0
+	}
+	return float64(s.V3.Scan.P50) / float64(s.Scan.P50)
 }
 
 // ScanK is how many hits a frame asks the scan for (the engine's default
 // Candidates).
 const ScanK = 120
 
-// runScan measures the arena at each size, growing one arena through the
-// corpus's prefixes.
-func runScan(ctx context.Context, g *synth.Generator, corpus []arena.Item, sizes []int, cfg Config, lg *logger) ([]ScanResult, error) {
-	ar := arena.New(arena.Options{})
+// scanArena is one side of the scan section: an arena of one version grown
+// through the corpus's prefixes, and the queries it answers.
+type scanArena struct {
+	terms  memory.DictTerms
+	space  *dict.Space
+	ar     *arena.Arena
+	qs     []arena.Query
+	floors []time.Duration
+	rounds [][]time.Duration
+	cpu    time.Duration
+	build  time.Duration
+}
+
+// runScan measures v1 and the dense version at each size, growing one
+// arena of each through the corpus's prefixes. Each question is asked of
+// both arenas back to back, in alternating order, so a busy neighbour slows
+// both alike.
+func runScan(ctx context.Context, k *kit, g *synth.Generator, corpus []arena.Item, sizes []int, cfg Config, lg *logger) ([]ScanResult, error) {
+	var sides []*scanArena
+	for _, v := range []int{k.dict.Version, k.dense.D.Version} {
+		terms, sp, err := k.terms(v)
+		if err != nil {
+			return nil, err
+		}
+		sides = append(sides, &scanArena{terms: terms, space: sp, ar: arena.New(arenaOptions(sp))})
+	}
 	loaded := 0
 	var out []ScanResult
 	for _, n := range sizes {
 		if n > len(corpus) {
 			n = len(corpus)
 		}
-		t0 := time.Now()
+		lg.printf("scan %s: deriving v1 and v%d arenas", itemsLabel(n), k.dense.D.Version)
+		for _, s := range sides {
+			s.build, s.floors, s.rounds, s.cpu = 0, nil, nil, 0
+		}
 		for loaded < n {
 			end := min(loaded+catchUpBatch, n)
-			ar.Add(corpus[loaded:end]...)
+			batches := k.arenaItems(corpus[loaded:end], sides)
+			for j, s := range sides {
+				t0 := time.Now()
+				s.ar.Add(batches[j]...)
+				s.build += time.Since(t0)
+			}
 			loaded = end
 		}
-		res := ScanResult{Items: n, K: ScanK, Workers: runtime.GOMAXPROCS(0), Build: time.Since(t0)}
 		qs := g.Queries(corpus[:n], cfg.ScanQueries, 3, 8)
-		for i := range qs {
-			qs[i].K = ScanK
+		for _, s := range sides {
+			s.qs = make([]arena.Query, len(qs))
+			for i, q := range qs {
+				s.qs[i] = arenaQuery(k.vocab.Question(q), q.Users, ScanK, s.terms, s.space)
+			}
 		}
-		st := ar.Stats()
-		res.BytesPerItem, res.Queries = st.BytesPerItem, len(qs)
-		var rounds [][]time.Duration
-		var floors []time.Duration
-		var cpu time.Duration
+		workers := runtime.GOMAXPROCS(0)
 		for round := range cfg.Rounds {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			lg.printf("scan %s: round %d/%d", itemsLabel(n), round+1, cfg.Rounds)
-			floors = append(floors, BandwidthFloor(st.BytesResident, res.Workers))
-			c0 := cpuTime()
-			ds := make([]time.Duration, len(qs))
-			for i, q := range qs {
-				t := time.Now()
-				ar.Search(q)
-				ds[i] = time.Since(t)
+			for _, s := range sides {
+				s.floors = append(s.floors, BandwidthFloor(s.ar.Stats().BytesResident, workers))
+				s.rounds = append(s.rounds, make([]time.Duration, len(qs)))
 			}
-			cpu += cpuTime() - c0
-			rounds = append(rounds, ds)
+			for i := range qs {
+				for j := range sides {
+					s := sides[(i+round+j)%len(sides)]
+					c0, t := cpuTime(), time.Now()
+					s.ar.Search(s.qs[i])
+					s.rounds[round][i] = time.Since(t)
+					s.cpu += cpuTime() - c0
+				}
+			}
 		}
-		res.Scan = Fold(rounds)
-		res.Floor = Median(floors)
-		res.CPUPerQuery = cpu / time.Duration(max(1, len(qs)*cfg.Rounds))
-		out = append(out, res)
+		side := func(s *scanArena) ScanSide {
+			return ScanSide{Scan: Fold(s.rounds), Floor: Median(s.floors), BytesPerItem: s.ar.Stats().BytesPerItem,
+				CPUPerQuery: s.cpu / time.Duration(max(1, len(qs)*cfg.Rounds)), Build: s.build}
+		}
+		v1, v3 := side(sides[0]), side(sides[1])
+		out = append(out, ScanResult{Items: n, K: ScanK, Queries: len(qs), Workers: workers,
+			Scan: v1.Scan, Floor: v1.Floor, BytesPerItem: v1.BytesPerItem, CPUPerQuery: v1.CPUPerQuery, Build: v1.Build, V3: &v3})
 	}
 	return out, nil
 }

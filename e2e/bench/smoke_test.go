@@ -27,7 +27,7 @@ func TestSmokeRun(t *testing.T) {
 		}
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a timing: the smoke run loads v1 and v3 and four tenants
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	if err := app.RunBench(ctx, []string{"all", "--mode", "smoke", "--out", out}, getenv, &stdout, &stderr); err != nil {

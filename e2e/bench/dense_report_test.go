@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func rounds(p50 time.Duration) Rounds {
+	return Rounds{Dist: Dist{N: 10, P50: p50, P99: 2 * p50}, Rounds: 1}
+}
+
+// TestDenseTargets: issue 16's targets appear with their verdicts and
+// same-run baselines, and the sections show v3 rows beside v1's.
+func TestDenseTargets(t *testing.T) {
+	t.Parallel()
+	const msec = time.Millisecond
+	mem := func(items, dict int, total time.Duration) MemPathResult {
+		return MemPathResult{Items: items, Dict: dict, Users: 10, Capture: rounds(msec), Frame: rounds(total - msec), Total: rounds(total)}
+	}
+	scan := func(items int, v1, v3 time.Duration, b3 float64) ScanResult {
+		return ScanResult{Items: items, K: ScanK, Queries: 10, Workers: 2, Scan: rounds(v1), Floor: msec, BytesPerItem: 158,
+			V3: &ScanSide{Scan: rounds(v3), Floor: msec, BytesPerItem: b3}}
+	}
+	cases := []struct {
+		name string
+		rep  Report
+		want map[string]bool // target ID -> met
+		rows []string        // markdown that must appear
+	}{
+		{
+			name: "all met",
+			rep: Report{
+				MemPath:   []MemPathResult{mem(250_000, 1, 10*msec)},
+				MemPathV3: []MemPathResult{mem(250_000, 3, 11*msec)},
+				Scan:      []ScanResult{scan(250_000, msec, 1900*time.Microsecond, 300), scan(1_000_000, 2*msec, 7*msec, 290)},
+				Pooled:    &PooledResult{Users: 500, Items: 250_000, Visible: 500, V1: mem(250_000, 1, 9*msec), V3: mem(250_000, 3, 10*msec)},
+			},
+			want: map[string]bool{"mem-v3": true, "scan-v3": true, "arena-v3": true},
+			rows: []string{"| 250k items, v3 |", "+1.00 ms (1.10x)", "| 1M | v3 |", "**3.50x**", "250k items, 500 users, v3"},
+		},
+		{
+			name: "all missed",
+			rep: Report{
+				MemPath:   []MemPathResult{mem(250_000, 1, 10*msec)},
+				MemPathV3: []MemPathResult{mem(250_000, 3, 12*msec)},
+				Scan:      []ScanResult{scan(250_000, msec, 3*msec, 500)},
+			},
+			want: map[string]bool{"mem-v3": false, "scan-v3": false, "arena-v3": false},
+			rows: []string{"missed by 0.500 ms", "missed by 50 B/item", "| 250k | v1 |"},
+		},
+		{
+			name: "no v3 figures, no v3 targets",
+			rep:  Report{MemPath: []MemPathResult{mem(250_000, 1, 10*msec)}},
+			want: map[string]bool{},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got := map[string]bool{}
+			for _, tg := range c.rep.Targets() {
+				if strings.HasSuffix(tg.ID, "-v3") {
+					if met, seen := got[tg.ID]; seen && met != tg.Met {
+						t.Errorf("%s: rows disagree", tg.ID)
+					}
+					got[tg.ID] = tg.Met
+					if tg.Baseline == "" || (!tg.Met && tg.Miss == "") {
+						t.Errorf("%s: baseline %q, miss %q", tg.ID, tg.Baseline, tg.Miss)
+					}
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Errorf("v3 targets %v, want %v", got, c.want)
+			}
+			for k, met := range c.want {
+				if g, ok := got[k]; !ok || g != met {
+					t.Errorf("target %s: met %v (present %v), want met %v", k, g, ok, met)
+				}
+			}
+			var buf bytes.Buffer
+			if err := c.rep.WriteMarkdown(&buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range c.rows {
+				if !strings.Contains(buf.String(), r) {
+					t.Errorf("markdown lacks %q:\n%s", r, buf.String())
+				}
+			}
+		})
+	}
+}
