@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/dict"
@@ -11,13 +12,15 @@ import (
 	"github.com/perpetuity/perpetuity/memory/text"
 )
 
-// activeDictionary is the dictionary version serving uses until rollouts
-// (issue 7) make it per tenant.
-const activeDictionary = 1
+// legacyDictionary is the version every tenant created before v3 became
+// the default started on (the schema's first default). The engine makes
+// sure it is loaded, so such a tenant serves even where no older binary's
+// serve ever loaded it.
+const legacyDictionary = 1
 
 // newEngine builds the memory engine the way every command needs it: the
-// embedded tokenizer loaded once, the shipped dictionary loaded into the
-// database with its version.
+// embedded tokenizer loaded once, the default dictionary at hand and v1
+// loaded into the database (buildEngine).
 func newEngine(ctx context.Context, cfg Config, db *store.DB) (*memory.Engine, error) {
 	return buildEngine(ctx, db, memory.Options{Ceiling: cfg.FrameCeiling})
 }
@@ -35,12 +38,36 @@ func buildEngine(ctx context.Context, db *store.DB, opts memory.Options) (*memor
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	d, err := dict.Builtin(activeDictionary)
+	loaded, err := db.Dictionaries(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := db.EnsureDictionary(ctx, d.Version, d.Name, d.Entries()); err != nil {
+	has := func(v int) bool {
+		return slices.ContainsFunc(loaded, func(d store.DictInfo) bool { return d.Version == v })
+	}
+	old, err := dict.Builtin(legacyDictionary)
+	if err != nil {
 		return nil, err
 	}
-	return memory.New(db, memory.TextAnalyzer{C: counter}, memory.DictTerms{D: d}, opts), nil
+	if !has(legacyDictionary) {
+		if _, err := db.EnsureDictionary(ctx, old.Version, old.Name, old.Entries()); err != nil {
+			return nil, err
+		}
+	}
+	// The engine keeps v1 and, when the database holds it, the default at
+	// hand, so neither waits for the store on a first capture. The default
+	// is not loaded here when missing: that stays the dark upload of a
+	// rollout, or the first tenant created on it. Any other version loads
+	// from the database on first use.
+	eng := memory.New(db, memory.TextAnalyzer{C: counter}, memory.DictTerms{D: old}, opts)
+	if has(dict.Default) && dict.Default != legacyDictionary {
+		d, err := dict.Builtin(dict.Default)
+		if err != nil {
+			return nil, err
+		}
+		if err := eng.Hold(d); err != nil {
+			return nil, err
+		}
+	}
+	return eng, nil
 }

@@ -46,7 +46,7 @@ func commands() map[string]command {
 		"serve":     {"run the proxy and console (applies migrations first)", runServe},
 		"dev":       {"find or start PostgreSQL, create a demo tenant once, and serve (make run)", runDev},
 		"migrate":   {"apply (up) or revert (down [N]) schema migrations", runMigrate},
-		"tenant":    {"manage tenants: tenant create [--scope user|tenant] NAME | tenant limits ID [--rpm N] [--tpm N] [--tpd N] [--reset]", runTenant},
+		"tenant":    {"manage tenants: tenant create [--scope user|tenant] [--dict V] NAME | tenant limits ID [--rpm N] [--tpm N] [--tpd N] [--reset]", runTenant},
 		"bench":     {"performance suite: bench [all|proxy|pipeline|capture|scan|coldstart|throughput|recall] [--out FILE]; BENCH_QUICK=1 for a quick run", runBench},
 		"admin":     {"admin create EMAIL: create a platform admin (password on standard input)", runAdmin},
 		"devdb":     {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},

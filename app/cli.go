@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations"
 	"github.com/perpetuity/perpetuity/web"
@@ -71,10 +72,11 @@ func runTenant(ctx context.Context, e env, args []string) error {
 	user := fs.String("user", "default", "name of the first memory user")
 	scopeFlag := fs.String("scope", "user", "the first key's scope: user (pinned to the first memory user: X-Perpetuity-User may only repeat it) or tenant (may name any memory user)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	dictV := fs.Int("dict", 0, "the dictionary version the tenant starts on (0: the default, v"+strconv.Itoa(dict.Default)+", or the version most tenants serve if newer)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || fs.Arg(0) == "" {
+	if fs.NArg() != 1 || fs.Arg(0) == "" || *dictV < 0 {
 		return UsageError{"usage: perpetuity " + tenantCreateSynopsis}
 	}
 	scope, err := store.ParseKeyScope(*scopeFlag)
@@ -86,7 +88,7 @@ func runTenant(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	nt, err := db.CreateTenantScoped(ctx, fs.Arg(0), *user, scope)
+	nt, err := db.CreateTenantWith(ctx, fs.Arg(0), *user, store.TenantOptions{Scope: scope, Dict: *dictV})
 	if err != nil {
 		return err
 	}
@@ -94,7 +96,7 @@ func runTenant(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-const tenantCreateSynopsis = "tenant create [--user NAME] [--scope user|tenant] [--json] NAME"
+const tenantCreateSynopsis = "tenant create [--user NAME] [--scope user|tenant] [--dict V] [--json] NAME"
 
 func printTenant(e env, cfg Config, nt store.NewTenant, asJSON bool) {
 	openai := cfg.PublicURL + "/k/" + nt.Key + "/v1"

@@ -15,7 +15,7 @@ import (
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
 
-// opsWorld is a database with two tenants, each with stored memory,
+// opsWorld is a database with two tenants on v1, each with stored memory,
 // captured the way serving captures it.
 type opsWorld struct {
 	url    string
@@ -38,10 +38,12 @@ func newOpsWorld(t *testing.T) *opsWorld {
 	if w.eng, err = newEngine(ctx, Config{}, db); err != nil {
 		t.Fatal(err)
 	}
-	if w.acme, err = db.CreateTenant(ctx, "acme", "alice"); err != nil {
+	// Tenants from before v3 was the default: rollouts move them on.
+	v1 := store.TenantOptions{Dict: 1}
+	if w.acme, err = db.CreateTenantWith(ctx, "acme", "alice", v1); err != nil {
 		t.Fatal(err)
 	}
-	if w.globex, err = db.CreateTenant(ctx, "globex", "gina"); err != nil {
+	if w.globex, err = db.CreateTenantWith(ctx, "globex", "gina", v1); err != nil {
 		t.Fatal(err)
 	}
 	w.say(t, w.acme, "alice", "Caroline painted a sunset over the lake with her children")

@@ -86,6 +86,26 @@ func newDictionaries(st versionStore, d Dictionary, vecs *vectorCache) *dictiona
 	return &dictionaries{st: st, vecs: vecs, by: map[int]*dictSlot{d.Version(): {ready: ready, d: d}}}
 }
 
+// Hold gives the engine a dictionary version at hand from the start,
+// besides the one New was given, so the first capture or frame under it
+// does not wait for the store to load it (a capture has its own deadline).
+// A shipped version gets its vectors as in New. A version held already is
+// kept as it is.
+func (e *Engine) Hold(d *dict.Dictionary) error {
+	v, err := e.dicts.vecs.get(d.Version)
+	if err != nil {
+		return err
+	}
+	ready := make(chan struct{})
+	close(ready)
+	e.dicts.mu.Lock()
+	defer e.dicts.mu.Unlock()
+	if _, ok := e.dicts.by[d.Version]; !ok {
+		e.dicts.by[d.Version] = &dictSlot{ready: ready, d: DictTerms{D: d, V: v}}
+	}
+	return nil
+}
+
 func (ds *dictionaries) get(ctx context.Context, version int) (Dictionary, error) {
 	ds.mu.Lock()
 	s := ds.by[version]

@@ -20,8 +20,8 @@ import (
 	"github.com/perpetuity/perpetuity/web/webtest"
 )
 
-// opsTeam is a team whose memory was captured by a serving engine with the
-// shipped v1 dictionary, as serving captures it.
+// opsTeam is a team on v1 (one from before v3 was the default) whose
+// memory was captured by a serving engine, as serving captures it.
 type opsTeam struct {
 	team
 	srv *webtest.Server
@@ -42,7 +42,13 @@ func newOpsTeam(t *testing.T, srv *webtest.Server, name string) *opsTeam {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &opsTeam{team: signUpTeam(t, srv, name), srv: srv,
+	tm := signUpTeam(t, srv, name)
+	// A new team has no memory yet, so its head alone says what it serves:
+	// the head a team created before v3 was the default has.
+	if _, err := srv.Owner.Exec(ctx, `UPDATE tenant_heads SET dict_version = 1 WHERE tenant_id = $1`, tm.tenantID); err != nil {
+		t.Fatal(err)
+	}
+	return &opsTeam{team: tm, srv: srv,
 		eng: memory.New(srv.DB, memory.TextAnalyzer{C: c}, memory.DictTerms{D: d}, memory.Options{})}
 }
 

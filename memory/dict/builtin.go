@@ -24,9 +24,14 @@ var data embed.FS
 var vectorData embed.FS
 
 // Latest is the newest shipped version. Which version a tenant serves is
-// the database's decision (tenant_heads.dict_version, 1 by default); moving
-// to a newer one is a rollout (derive, then flip).
+// the database's decision (tenant_heads.dict_version); moving a tenant to
+// another one is a rollout (derive, then flip).
 const Latest = 3
+
+// Default is the version new tenants start on (unless the version most
+// tenants serve is newer, see migration 000013). Tenants created before it
+// was the default keep theirs: v1, the schema's first default.
+const Default = 3
 
 // Builtin parses the shipped dictionary of the given version. It parses on
 // every call (a fraction of a second): call it once at start and share the

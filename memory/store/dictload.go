@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/perpetuity/perpetuity/memory/dict"
 )
@@ -184,6 +185,40 @@ func loadDictionary(ctx context.Context, q dictQuerier, version int) (*dict.Dict
 		}
 	}
 	return d, nil
+}
+
+// dictMissingCode is raised by create_tenant (migration 000013) when the
+// version a new tenant would start on is not loaded.
+const dictMissingCode = "PPDV2"
+
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
+
+// ensureStartDictionary makes sure version is loaded before a tenant
+// starts on it. The usual case, loaded already, costs one lookup; a
+// shipped version that is missing is parsed and loaded, which is safe when
+// several tenants are created at once (EnsureDictionary lets one load win
+// and the others find it). A version neither loaded nor shipped must be
+// uploaded first.
+func (db *DB) ensureStartDictionary(ctx context.Context, version int) error {
+	var ok bool
+	if err := db.Pool.QueryRow(ctx, dictExistsVSQL, version).Scan(&ok); err != nil {
+		return fmt.Errorf("dictionary v%d: %w", version, err)
+	}
+	if ok {
+		return nil
+	}
+	if !slices.Contains(dict.BuiltinVersions(), version) {
+		return fmt.Errorf("dictionary v%d is not loaded (dict upload FILE): %w", version, ErrNotFound)
+	}
+	d, err := dict.Builtin(version)
+	if err != nil {
+		return err
+	}
+	_, err = db.EnsureDictionary(ctx, d.Version, d.Name, d.Entries())
+	return err
 }
 
 // TenantRef names a tenant.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/perpetuity/perpetuity/memory/dict"
 )
 
 // KeyPrefix starts every Perpetuity key, so leaked keys are recognisable.
@@ -59,9 +61,11 @@ type NewTenant struct {
 }
 
 const (
-	// The tenant row and its head (on the dictionary most tenants serve, a
-	// look across tenants) come from a function that runs as the owner.
-	createTenantSQL = `SELECT create_tenant($1)`
+	// The tenant row and its head come from a function that runs as the
+	// owner: without an exact version the head starts on the newer of the
+	// default and the version most tenants serve, a look across tenants
+	// (migration 000013).
+	createTenantSQL = `SELECT create_tenant($1, $2, $3)`
 	insertUserSQL   = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $3) RETURNING id`
 	insertKeySQL    = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash, scope) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`
 )
@@ -74,12 +78,42 @@ func (db *DB) CreateTenant(ctx context.Context, name, firstUser string) (NewTena
 
 // CreateTenantScoped is CreateTenant with the first key's scope chosen.
 func (db *DB) CreateTenantScoped(ctx context.Context, name, firstUser string, scope KeyScope) (NewTenant, error) {
+	return db.CreateTenantWith(ctx, name, firstUser, TenantOptions{Scope: scope})
+}
+
+// TenantOptions are the choices made when a tenant is created.
+type TenantOptions struct {
+	Scope KeyScope // the first key's; empty: ScopeUser
+	// Dict is the dictionary version the tenant starts on; 0 starts it on
+	// dict.Default, or on the version most tenants serve if that is newer.
+	Dict int
+}
+
+// CreateTenantWith creates a tenant, its first memory user and its first
+// API key in one transaction. The dictionary it starts on is loaded first
+// if the database lacks it and the binary ships it: a new tenant has no
+// items, so it needs no derivation, only the dictionary's entries.
+func (db *DB) CreateTenantWith(ctx context.Context, name, firstUser string, o TenantOptions) (NewTenant, error) {
+	scope := o.Scope
+	if scope == "" {
+		scope = ScopeUser
+	}
 	if err := scope.check(); err != nil {
+		return NewTenant{}, err
+	}
+	version, exact := o.Dict, o.Dict != 0
+	if !exact {
+		version = dict.Default
+	}
+	if err := db.ensureStartDictionary(ctx, version); err != nil {
 		return NewTenant{}, err
 	}
 	out := NewTenant{Scope: scope}
 	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, createTenantSQL, name).Scan(&out.TenantID); err != nil {
+		if err := tx.QueryRow(ctx, createTenantSQL, name, version, exact).Scan(&out.TenantID); err != nil {
+			if isCode(err, dictMissingCode) {
+				return fmt.Errorf("insert tenant: dictionary v%d: %w", version, ErrNotFound)
+			}
 			return fmt.Errorf("insert tenant: %w", err)
 		}
 		if _, err := tx.Exec(ctx, setTenantSQL, strconv.FormatInt(out.TenantID, 10)); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/migrations"
 )
 
@@ -133,6 +134,9 @@ func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	if err := migrations.Up(u); err != nil {
 		return "", err
 	}
+	if err := loadDefaultDictionary(ctx, u); err != nil {
+		return "", err
+	}
 	// Rename only when complete, so a crashed build is never used as template.
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", err
@@ -161,7 +165,41 @@ func schemaHash() (string, error) {
 		fmt.Fprintf(h, "%s\x00%d\x00", n, len(b))
 		h.Write(b)
 	}
+	// The template holds the default dictionary too (loadDefaultDictionary);
+	// shipped versions never change, so their number names them.
+	fmt.Fprintf(h, "dictionary\x00%d\x00", dict.Default)
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// loadDefaultDictionary loads the shipped dictionary new tenants start on
+// into the template, as the first tenant created in a database would
+// (store.CreateTenantWith): loading it takes seconds, and nearly every
+// test database gets a tenant. Tests of the load itself remove it first.
+// The statements are store.EnsureDictionary's; dbtest cannot import store,
+// whose own tests use dbtest.
+func loadDefaultDictionary(ctx context.Context, url string) error {
+	d, err := dict.Builtin(dict.Default)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var rows [][]any
+	for w, id := range d.Entries() {
+		rows = append(rows, []any{int32(d.Version), w, int32(id)})
+	}
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO dictionaries (version, name, entries) VALUES ($1, $2, $3)`, d.Version, d.Name, len(rows)); err != nil {
+			return fmt.Errorf("default dictionary: %w", err)
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dictionary_entries"}, []string{"version", "word", "term_id"}, pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("default dictionary: %w", err)
+		}
+		return nil
+	})
 }
 
 func randomSuffix() string {
