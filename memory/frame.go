@@ -58,10 +58,13 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	toks := e.questionTokens(q.Live)
+	qtext := e.questionText(q.Live)
+	toks := e.an.Normalize(qtext)
 	terms := d.QueryTerms(toks)
 	aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}
-	denseQuery(r.space, toks, &aq) // dense.go: a hybrid scan under a version with vectors
+	if r.space != nil { // dense.go: a hybrid scan under a version with vectors
+		denseQueryOf(r.space, e.meaningTokens(qtext, toks), toks, &aq)
+	}
 	var hits []arena.Hit
 	if len(terms) > 0 || aq.Dense != nil {
 		workers, release, err := e.admit(ctx, q.TenantID)
