@@ -68,6 +68,14 @@ func denseQuery(sp *dict.Space, tokens []string, aq *arena.Query) {
 	aq.Dense, aq.DenseInv = sp.Query(tokens)
 }
 
+// denseQueryOf is denseQuery of meaning, falling back on every token when
+// no word of meaning has a vector.
+func denseQueryOf(sp *dict.Space, meaning, tokens []string, aq *arena.Query) {
+	if denseQuery(sp, meaning, aq); aq.Dense == nil && len(meaning) < len(tokens) {
+		denseQuery(sp, tokens, aq)
+	}
+}
+
 // countDenseZ is how far above the mean (in fused standard deviations) a
 // turn sharing no word with a memory_count query must rank to count: the
 // hybrid scan ranks every turn above the mean, and a count of "turns about

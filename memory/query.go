@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -80,8 +81,13 @@ func (e *Engine) questionTerms(d Dictionary, live string) []uint32 {
 // question, within the same bound: the terms and the dense query vector
 // both come from them.
 func (e *Engine) questionTokens(live string) []string {
-	content := e.an.ChunkContent(live, []string{live})[0]
-	return e.an.Normalize(queryText(content))
+	return e.an.Normalize(e.questionText(live))
+}
+
+// questionText is what retrieval reads of the live question: its content,
+// bounded by queryText.
+func (e *Engine) questionText(live string) string {
+	return queryText(e.an.ChunkContent(live, []string{live})[0])
 }
 
 // textTerms are the query terms of a tool's or the console's query.
@@ -93,4 +99,47 @@ func (e *Engine) textTerms(d Dictionary, query string) []uint32 {
 // within the question's bound.
 func (e *Engine) textTokens(query string) []string {
 	return e.an.Normalize(queryText(query))
+}
+
+// meaningTokens are the tokens of s (normalized as toks) the dense side of a
+// hybrid scan reads: toks without the names s writes, the words it
+// capitalizes other than at a sentence's start. A name is found by its
+// words (every turn of a speaker carries the speaker's name, and BM25 finds
+// the turns that say it); in the mean of the question's word vectors it
+// weighs as much as the topic and pulls towards whoever speaks or is spoken
+// of rather than what is said (development set, all four samples: see the
+// commit). A question that capitalizes most of its words (title case,
+// shouting) names nothing this way, and a question of names only keeps them.
+func (e *Engine) meaningTokens(s string, toks []string) []string {
+	names := map[string]bool{}
+	words, caps := 0, 0
+	for _, line := range strings.Split(s, "\n") {
+		start := true
+		for _, f := range strings.Fields(line) {
+			w := strings.TrimLeftFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+			if r, _ := utf8.DecodeRuneInString(w); w != "" {
+				words++
+				if unicode.IsUpper(r) {
+					caps++
+					if !start {
+						for _, t := range e.an.Normalize(w) {
+							names[t] = true
+						}
+					}
+				}
+			}
+			last, _ := utf8.DecodeLastRuneInString(f)
+			start = strings.ContainsRune(".?!:;", last)
+		}
+	}
+	if len(names) == 0 || 2*caps > words {
+		return toks
+	}
+	out := make([]string, 0, len(toks))
+	for _, t := range toks {
+		if !names[t] {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -129,3 +129,37 @@ func TestQuestionTermsBounded(t *testing.T) {
 		t.Errorf("a short question's terms changed: %v, want %v", got, want)
 	}
 }
+
+// TestMeaningTokens: the dense side reads the question without the names it
+// writes, and everything when it names nothing that way.
+func TestMeaningTokens(t *testing.T) {
+	t.Parallel()
+	c, err := text.NewCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{an: TextAnalyzer{C: c}}
+	tests := []struct {
+		name, in, want string
+	}{
+		{"a name mid-sentence", "What did Caroline paint last week?", "what did paint last week"},
+		{"a possessive", "What is Melanie's favourite book?", "what is favourite book"},
+		{"a sentence start is no name", "Caroline said what? Where did she go?", "caroline said what where did she go"},
+		{"a line start is no name", "hello there\nParis in spring", "hello there paris in spring"},
+		{"quoted name", `Why did "Nate" leave?`, "why did leave"},
+		{"lower case names stay", "what did caroline paint?", "what did caroline paint"},
+		{"title case names nothing", "What Did Caroline Paint Last Week", "what did caroline paint last week"},
+		{"shouting names nothing", "WHAT DID CAROLINE PAINT", "what did caroline paint"},
+		{"every occurrence goes", "Did Audrey ask audrey?", "did ask"},
+		{"empty", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := strings.Join(e.meaningTokens(tt.in, text.Normalize(tt.in)), " ")
+			if got != tt.want {
+				t.Errorf("meaningTokens(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
