@@ -287,6 +287,9 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 		if err != nil && !errors.Is(err, store.ErrActiveVersion) {
 			return res, err
 		}
+		if errors.Is(err, store.ErrActiveVersion) && opt.pool != nil {
+			fmt.Fprintf(e.stderr, "eval: note: the pooled tenant was born on v%d, so no derivation after the fill: its tenant-wide statistics are the ones it was born with\n", opt.dict)
+		}
 		if _, err := db.Flip(ctx, nt.TenantID, opt.dict, cliActor()); err != nil {
 			return res, err
 		}

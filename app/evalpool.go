@@ -45,31 +45,21 @@ func evalPooled(ctx context.Context, e env, samples []locomo.Sample, opt evalOpt
 	if err != nil {
 		return err
 	}
-	scratch, drop, err := poolDatabase(ctx, base)
-	if err != nil {
-		return err
-	}
-	defer drop()
-	if scratch != base {
-		// Both runs, so that their tenants start on the same dictionary.
-		getenv := e.getenv
-		e.getenv = func(k string) string {
-			if k == "DATABASE_URL" {
-				return scratch
-			}
-			return getenv(k)
-		}
-		opt.keepTenant = true
-		fmt.Fprintln(e.stderr, "eval: working in a scratch database, dropped afterwards")
-	}
 	fmt.Fprintln(e.stderr, "eval: alone")
-	alone, err := runLocomo(ctx, e, samples, opt)
+	var alone, pooled evalResult
+	err = inScratchDatabase(ctx, e, base, opt, func(e env, opt evalOptions) (err error) {
+		alone, err = runLocomo(ctx, e, samples, opt)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("alone: %w", err)
 	}
 	fmt.Fprintf(e.stderr, "eval: pooled (%d memory users)\n", pf.users)
 	opt.pool = pf
-	pooled, err := runLocomo(ctx, e, samples, opt)
+	err = inScratchDatabase(ctx, e, base, opt, func(e env, opt evalOptions) (err error) {
+		pooled, err = runLocomo(ctx, e, samples, opt)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("pooled: %w", err)
 	}
@@ -91,6 +81,29 @@ func evalPooled(ctx context.Context, e env, samples []locomo.Sample, opt evalOpt
 		locomo.WriteToolTable(e.stdout, pooled.reach, evalTools, opt.toolBudget)
 	}
 	return nil
+}
+
+// inScratchDatabase runs one run in a database of its own, so that both
+// runs' tenants start alike: a new tenant starts on the dictionary most
+// tenants of its database serve, and --dict must then derive the pooled
+// tenant after the fill (a tenant born on V keeps V's shipped statistics).
+func inScratchDatabase(ctx context.Context, e env, base string, opt evalOptions, run func(env, evalOptions) error) error {
+	scratch, drop, err := poolDatabase(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	if scratch != base {
+		getenv := e.getenv
+		e.getenv = func(k string) string {
+			if k == "DATABASE_URL" {
+				return scratch
+			}
+			return getenv(k)
+		}
+		opt.keepTenant = true
+	}
+	return run(e, opt)
 }
 
 // poolDatabase creates an empty migrated database beside base's and
