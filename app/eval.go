@@ -46,7 +46,7 @@ const (
 // examples, not with the turns a question needs.
 var evalTools = []string{memory.ToolReopen, memory.ToolSearch, memory.ToolChain}
 
-const evalUsage = "eval locomo [--json] [--samples N] [--questions N] [--concurrency N] [--tools [--budget N]] FILE"
+const evalUsage = "eval locomo [--json] [--dict V] [--pool N] [--samples N] [--questions N] [--concurrency N] [--tools [--budget N]] FILE"
 
 // runEval is `perpetuity eval locomo FILE`: the recall benchmark of the bench
 // README, self-contained. It starts the real server in-process on a loopback
@@ -60,6 +60,11 @@ func runEval(ctx context.Context, e env, args []string) error {
 		return UsageError{"usage: perpetuity " + evalUsage}
 	}
 	fs := newFlags(e, "eval locomo", evalUsage)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: perpetuity %s\n", evalUsage)
+		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\n%s\n", poolHelp)
+	}
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	nSamples := fs.Int("samples", 0, "only the first N samples (0: all)")
 	nQuestions := fs.Int("questions", 0, "at most N questions with evidence per sample (0: all)")
@@ -67,10 +72,11 @@ func runEval(ctx context.Context, e env, args []string) error {
 	dictV := fs.Int("dict", 0, "derive and flip the scratch tenant to this shipped dictionary version before asking (0: the default)")
 	tools := fs.Bool("tools", false, "also measure how much evidence the frame missed each memory tool reaches")
 	budget := fs.Int("budget", 2000, "frame budget of the --tools probes")
+	poolN := fs.Int("pool", 0, "also ask from a tenant where N memory users hold memory (distractors: renamed, re-dated copies of the file's conversations) and report pooled beside alone (0: alone only)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *nSamples < 0 || *nQuestions < 0 || *conc < 1 || *budget < 1 {
+	if fs.NArg() != 1 || *nSamples < 0 || *nQuestions < 0 || *conc < 1 || *budget < 1 || *poolN < 0 {
 		fs.Usage()
 		return UsageError{"usage: perpetuity " + evalUsage}
 	}
@@ -83,16 +89,24 @@ func runEval(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Arg(0), err)
 	}
+	file := samples
 	if *nSamples > 0 && *nSamples < len(samples) {
 		samples = samples[:*nSamples]
 	}
 	if len(samples) == 0 {
 		return fmt.Errorf("%s: no LoCoMo samples", fs.Arg(0))
 	}
+	if *poolN > 0 && *poolN < len(samples) {
+		fs.Usage()
+		return UsageError{fmt.Sprintf("eval locomo: --pool %d is fewer memory users than the %d samples asked", *poolN, len(samples))}
+	}
 	start := time.Now()
 	opt := evalOptions{questions: *nQuestions, concurrency: *conc, dict: *dictV}
 	if *tools {
 		opt.toolBudget = *budget
+	}
+	if *poolN > 0 {
+		return evalPooled(ctx, e, samples, opt, &poolFill{users: *poolN, file: file}, *asJSON, start)
 	}
 	scored, reach, err := evalLocomoTools(ctx, e, samples, opt)
 	if err != nil {
@@ -117,8 +131,10 @@ func runEval(ctx context.Context, e env, args []string) error {
 type evalOptions struct {
 	questions   int // per sample, 0: all
 	concurrency int
-	dict        int // dictionary version to serve the questions with, 0: the default
-	toolBudget  int // > 0: also probe each memory tool's reach at this frame budget
+	dict        int       // dictionary version to serve the questions with, 0: the default
+	toolBudget  int       // > 0: also probe each memory tool's reach at this frame budget
+	pool        *poolFill // set: fill the tenant with distractor users first (evalpool.go)
+	keepTenant  bool      // the scratch tenant's database is dropped whole afterwards
 }
 
 // probe is one question asked under one budget (0: the server chooses).
@@ -145,13 +161,29 @@ func evalLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpt
 // evalLocomoTools runs the benchmark and returns the scored probes, and
 // with opt.toolBudget the scored tool probes.
 func evalLocomoTools(ctx context.Context, e env, samples []locomo.Sample, opt evalOptions) ([]locomo.Scored, []locomo.ToolScored, error) {
+	r, err := runLocomo(ctx, e, samples, opt)
+	return r.scored, r.reach, err
+}
+
+// evalResult is one run of the benchmark on one scratch tenant.
+type evalResult struct {
+	scored []locomo.Scored
+	reach  []locomo.ToolScored
+	pool   locomo.PoolInfo // with opt.pool only
+}
+
+// runLocomo runs the benchmark on a scratch tenant of its own; with
+// opt.pool the tenant is filled with distractor users before the
+// dictionary step and the questions.
+func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOptions) (evalResult, error) {
+	var res evalResult
 	counter, err := text.NewCounter()
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	probes, skipped, dropped := buildProbes(samples, opt.questions)
 	if len(probes) == 0 {
-		return nil, nil, errors.New("no question has evidence that names an existing turn: nothing to score")
+		return res, errors.New("no question has evidence that names an existing turn: nothing to score")
 	}
 	var tprobes []toolProbe
 	if opt.toolBudget > 0 {
@@ -193,25 +225,28 @@ func evalLocomoTools(ctx context.Context, e env, samples []locomo.Sample, opt ev
 
 	base, stop, err := startEvalServer(ctx, e, upstream.URL+"/v1")
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	defer stop()
 
 	u, err := databaseURL(ctx, e)
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	db, err := store.Open(ctx, u)
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	defer db.Close()
 	// Tenant-wide: the evaluation speaks as each sample's memory user.
 	nt, err := db.CreateTenantScoped(ctx, "eval-locomo "+time.Now().UTC().Format(time.RFC3339), "eval", store.ScopeTenant)
 	if err != nil {
-		return nil, nil, fmt.Errorf("create scratch tenant: %w", err)
+		return res, fmt.Errorf("create scratch tenant: %w", err)
 	}
 	defer func() {
+		if opt.keepTenant {
+			return
+		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if err := db.DeleteTenant(dctx, nt.TenantID); err != nil {
@@ -227,41 +262,54 @@ func evalLocomoTools(ctx context.Context, e env, samples []locomo.Sample, opt ev
 	bar := newProgress(e.stderr)
 	imported, err := importSamples(ctx, client, keyBase+"/perpetuity/import", samples, bar)
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	fmt.Fprintf(e.stderr, "eval: imported %d conversations, %d turns\n", imported.Conversations, imported.Turns+imported.Duplicates)
+	if opt.pool != nil {
+		// Before the dictionary step: a derivation's tenant-wide statistics
+		// (the common direction of v3) then include the distractors.
+		if res.pool, err = opt.pool.fill(ctx, e, db, nt.TenantID, len(samples), bar); err != nil {
+			return res, err
+		}
+	}
 
 	if opt.dict > 0 {
 		d, err := dict.Builtin(opt.dict)
 		if err != nil {
-			return nil, nil, err
+			return res, err
 		}
 		if _, err := db.UploadDictionary(ctx, d, cliActor()); err != nil {
-			return nil, nil, err
+			return res, err
 		}
-		if _, err := (&ops.Deriver{St: db}).Derive(ctx, nt.TenantID, opt.dict, cliActor()); err != nil && !errors.Is(err, store.ErrActiveVersion) {
-			return nil, nil, err
+		derive := &ops.Deriver{St: db, Progress: func(r store.Rollout) { bar.update("derive", int(r.Derived), int(r.Total)) }}
+		_, err = derive.Derive(ctx, nt.TenantID, opt.dict, cliActor())
+		bar.done()
+		if err != nil && !errors.Is(err, store.ErrActiveVersion) {
+			return res, err
+		}
+		if errors.Is(err, store.ErrActiveVersion) && opt.pool != nil {
+			fmt.Fprintf(e.stderr, "eval: note: the pooled tenant was born on v%d, so no derivation after the fill: its tenant-wide statistics are the ones it was born with\n", opt.dict)
 		}
 		if _, err := db.Flip(ctx, nt.TenantID, opt.dict, cliActor()); err != nil {
-			return nil, nil, err
+			return res, err
 		}
 		fmt.Fprintf(e.stderr, "eval: scratch tenant derived and flipped to dictionary v%d\n", opt.dict)
 	}
 	chatURL := keyBase + "/v1/chat/completions"
 	if err := warmUp(ctx, client, chatURL, samples); err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	err = askAll(ctx, "probes", len(probes), opt.concurrency, bar, func(ctx context.Context, i int) error {
 		return ask(ctx, client, chatURL, &probes[i], probeHeader, i, false)
 	})
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	err = askAll(ctx, "tools", len(tprobes), opt.concurrency, bar, func(ctx context.Context, i int) error {
 		return ask(ctx, client, chatURL, &tprobes[i].probe, toolProbeHeader, i, true)
 	})
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -269,10 +317,10 @@ func evalLocomoTools(ctx context.Context, e env, samples []locomo.Sample, opt ev
 	for i := range probes {
 		p := &probes[i]
 		if !p.seen {
-			return nil, nil, fmt.Errorf("the provider never received question %q of %s (budget %d)", p.question, p.sample, p.budget)
+			return res, fmt.Errorf("the provider never received question %q of %s (budget %d)", p.question, p.sample, p.budget)
 		}
 		if p.err != nil {
-			return nil, nil, fmt.Errorf("question %q of %s: upstream request: %w", p.question, p.sample, p.err)
+			return res, fmt.Errorf("question %q of %s: upstream request: %w", p.question, p.sample, p.err)
 		}
 		scored[i] = locomo.Scored{Category: p.category, Budget: p.budget, Evidence: len(p.evidence), Found: p.found, Tokens: p.tokens}
 	}
@@ -281,15 +329,15 @@ func evalLocomoTools(ctx context.Context, e env, samples []locomo.Sample, opt ev
 		p := &tprobes[i]
 		switch {
 		case !p.seen:
-			return nil, nil, fmt.Errorf("the provider never received question %q of %s (tool %s)", p.question, p.sample, p.tool)
+			return res, fmt.Errorf("the provider never received question %q of %s (tool %s)", p.question, p.sample, p.tool)
 		case p.err != nil:
-			return nil, nil, fmt.Errorf("question %q of %s (tool %s): upstream request: %w", p.question, p.sample, p.tool, p.err)
+			return res, fmt.Errorf("question %q of %s (tool %s): upstream request: %w", p.question, p.sample, p.tool, p.err)
 		case p.calls > 0 && !p.followed:
-			return nil, nil, fmt.Errorf("question %q of %s: the results of %d %s calls never reached the provider", p.question, p.sample, p.calls, p.tool)
+			return res, fmt.Errorf("question %q of %s: the results of %d %s calls never reached the provider", p.question, p.sample, p.calls, p.tool)
 		}
 		reach[i] = locomo.ToolScored{Tool: p.tool, Category: p.category, Missed: len(p.missed), Reached: p.reached}
 	}
-	return scored, reach, nil
+	return evalResult{scored: scored, reach: reach, pool: res.pool}, nil
 }
 
 // buildProbes makes one probe per question with evidence and budget.

@@ -181,6 +181,8 @@ func TestEvalUsage(t *testing.T) {
 		{[]string{"locomo"}, true, "usage"},
 		{[]string{"locomo", "--concurrency", "0", locomoFixture}, true, "usage"},
 		{[]string{"locomo", "--tools", "--budget", "0", locomoFixture}, true, "usage"},
+		{[]string{"locomo", "--pool", "-1", locomoFixture}, true, "usage"},
+		{[]string{"locomo", locomoFixture, "--pool", "1"}, true, "--pool 1 is fewer memory users than the 2 samples asked"},
 		{[]string{"locomo", filepath.Join(dir, "missing.json")}, false, "no such file"},
 		{[]string{"locomo", notJSON}, false, "want a JSON list of LoCoMo samples"},
 		{[]string{"locomo", empty}, false, "no LoCoMo samples"},
