@@ -84,7 +84,7 @@ func (lp *limitedProxy) tenant(name string, u store.LimitsUpdate) store.NewTenan
 func (lp *limitedProxy) scopedTenant(name string, u store.LimitsUpdate, scope store.KeyScope) store.NewTenant {
 	lp.t.Helper()
 	ctx := context.Background()
-	nt, err := lp.db.CreateTenantScoped(ctx, name, "ada", scope)
+	nt, err := lp.db.CreateTenantWith(ctx, name, "ada", store.TenantOptions{Scope: scope, Dict: 1})
 	if err != nil {
 		lp.t.Fatal(err)
 	}

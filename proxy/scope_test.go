@@ -63,7 +63,7 @@ func TestPinnedKeyNamesOnlyItsUser(t *testing.T) {
 	t.Parallel()
 	lp := newLimitedProxy(t)
 	ctx := context.Background()
-	nt, err := lp.db.CreateTenant(ctx, "pinned", "alice")
+	nt, err := lp.db.CreateTenantWith(ctx, "pinned", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestKeyScopeChoosesUser(t *testing.T) {
 	t.Parallel()
 	lp := newLimitedProxy(t)
 	ctx := context.Background()
-	nt, err := lp.db.CreateTenant(ctx, "scopes", "alice")
+	nt, err := lp.db.CreateTenantWith(ctx, "scopes", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestIdentifyKeepsTheScope(t *testing.T) {
 	t.Parallel()
 	lp := newLimitedProxy(t)
 	ctx := context.Background()
-	nt, err := lp.db.CreateTenant(ctx, "identify", "alice")
+	nt, err := lp.db.CreateTenantWith(ctx, "identify", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func (words) ChunkContent(_ string, chunks []string) []string { return chunks }
 
 var admin = store.Actor{Email: "test"}
 
-// fixture is a tenant in a database that holds the shipped dictionaries,
+// fixture is a tenant on v1 in a database that holds the shipped dictionaries,
 // with an engine (a serving process) built on v1 as serving builds it.
 type fixture struct {
 	db    *store.DB
@@ -77,7 +77,8 @@ func newFixtureOn(t *testing.T, db *store.DB) *fixture {
 			f.v2 = d
 		}
 	}
-	nt, err := db.CreateTenant(ctx, "acme "+t.Name(), "alice")
+	// On v1, as tenants from before v3 was the default: the tests roll it on.
+	nt, err := db.CreateTenantWith(ctx, "acme "+t.Name(), "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func TestIntegrityFindsEachBrokenInvariant(t *testing.T) {
 // sibling is another tenant in the same database, with its own engine.
 func (f *fixture) sibling(t *testing.T) *fixture {
 	t.Helper()
-	nt, err := f.db.CreateTenant(context.Background(), "acme "+t.Name(), "alice")
+	nt, err := f.db.CreateTenantWith(context.Background(), "acme "+t.Name(), "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

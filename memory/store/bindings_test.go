@@ -16,7 +16,7 @@ func TestBindingLog(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenant(ctx, "acme", "alice")
+	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestCaptureWritesEverythingOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenant(ctx, "acme", "alice")
+	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestCaptureAllOrNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenant(ctx, "acme", "alice")
+	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenant(ctx, "acme", "alice")
+	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestKeys(t *testing.T) {
 	if _, err := db.ResolveKey(ctx, nt.Key); err != store.ErrNotFound {
 		t.Fatalf("revoked key still resolves: %v", err)
 	}
-	other, _ := db.CreateTenant(ctx, "other", "bob")
+	other, _ := db.CreateTenantWith(ctx, "other", "bob", store.TenantOptions{Dict: 1})
 	if err := db.RevokeKey(ctx, other.TenantID, nt.KeyID); err != store.ErrNotFound {
 		t.Fatalf("revoking another tenant's key: %v", err)
 	}

@@ -31,7 +31,7 @@ func TestCatchUpOutOfIDOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fast.Close()
-	nt, _ := slow.CreateTenant(ctx, "acme", "alice")
+	nt, _ := slow.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
 	conv, _ := slow.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c", "")
 
 	paused, resume := make(chan struct{}), make(chan struct{})
@@ -70,7 +70,7 @@ func TestCatchUpUnderConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, _ := db.CreateTenant(ctx, "acme", "alice")
+	nt, _ := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
 	conv, _ := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c", "")
 	const writers, each = 6, 25
 	var wg sync.WaitGroup

@@ -15,7 +15,7 @@ func TestKeyScopes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenant(ctx, "scope-acme", "alice")
+	nt, err := db.CreateTenantWith(ctx, "scope-acme", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

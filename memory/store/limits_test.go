@@ -16,11 +16,11 @@ func TestTenantLimits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	acme, err := db.CreateTenant(ctx, "limits-acme", "alice")
+	acme, err := db.CreateTenantWith(ctx, "limits-acme", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	globex, err := db.CreateTenant(ctx, "limits-globex", "gina")
+	globex, err := db.CreateTenantWith(ctx, "limits-globex", "gina", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

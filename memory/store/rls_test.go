@@ -171,7 +171,7 @@ func TestTenantSettingIsTransactionLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	nt, err := db.CreateTenant(ctx, "local", "alice")
+	nt, err := db.CreateTenantWith(ctx, "local", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func TestCaptureMustCoverEveryKeptVersion(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	loadBuiltin(t, db, 2)
-	nt, err := db.CreateTenant(ctx, "acme", "alice")
+	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestDeriveLease(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	loadBuiltin(t, db, 2)
-	nt, _ := db.CreateTenant(ctx, "acme", "alice")
+	nt, _ := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
 	if _, err := db.StartDerive(ctx, nt.TenantID, 2, tester); err != nil {
 		t.Fatal(err)
 	}
@@ -197,8 +197,8 @@ func TestFlipAllIsAllOrNothing(t *testing.T) {
 	defer db.Close()
 	loadBuiltin(t, db, 1)
 	loadBuiltin(t, db, 2)
-	ready, _ := db.CreateTenant(ctx, "ready", "a")
-	late, _ := db.CreateTenant(ctx, "late", "b")
+	ready, _ := db.CreateTenantWith(ctx, "ready", "a", store.TenantOptions{Dict: 1})
+	late, _ := db.CreateTenantWith(ctx, "late", "b", store.TenantOptions{Dict: 1})
 	l := store.Lease{Owner: "w", TTL: time.Minute}
 	if _, err := db.StartDerive(ctx, ready.TenantID, 2, tester); err != nil {
 		t.Fatal(err)

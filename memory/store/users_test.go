@@ -15,7 +15,7 @@ func TestEnsureUserForKey(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	owner := ownerOf(t, db)
-	nt, err := db.CreateTenant(ctx, "users-per-day", "alice")
+	nt, err := db.CreateTenantWith(ctx, "users-per-day", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestEnsureUserForKeyConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenant(ctx, "users-per-day-race", "alice")
+	nt, err := db.CreateTenantWith(ctx, "users-per-day-race", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestEnsureUserForKeyConcurrent(t *testing.T) {
 		t.Fatalf("%d racers, bound %d: %d created, %d refused", racers, perDay, ok, refused)
 	}
 
-	other, err := db.CreateTenant(ctx, "users-per-day-same", "bob")
+	other, err := db.CreateTenantWith(ctx, "users-per-day-same", "bob", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestFindConversation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenant(ctx, "find-conversation", "alice")
+	nt, err := db.CreateTenantWith(ctx, "find-conversation", "alice", store.TenantOptions{Dict: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ const (
 
 func seedTenant(ctx context.Context, db *store.DB, name string) (store.NewTenant, error) {
 	by := store.Actor{Email: "storetest"}
-	nt, err := db.CreateTenant(ctx, name, "alice") // tenants, tenant_heads, memory_users, api_keys
+	nt, err := db.CreateTenantWith(ctx, name, "alice", store.TenantOptions{Dict: 1}) // tenants, tenant_heads, memory_users, api_keys
 	if err != nil {
 		return nt, err
 	}
