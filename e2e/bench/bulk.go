@@ -39,21 +39,12 @@ func NewTenant(ctx context.Context, db *store.DB, name string, users int) (*Tena
 	return NewTenantOn(ctx, db, name, users, 0)
 }
 
-// setNewHeadSQL puts a tenant that holds nothing yet on a dictionary
-// version, which is what create_tenant does when most tenants serve it.
-const setNewHeadSQL = `UPDATE tenant_heads SET dict_version = $2 WHERE tenant_id = $1 AND seq = 0`
-
 // NewTenantOn is NewTenant for a tenant created on a dictionary version (0:
 // the one create_tenant picks); the version must be in the database.
 func NewTenantOn(ctx context.Context, db *store.DB, name string, users, version int) (*Tenant, error) {
-	nt, err := db.CreateTenant(ctx, name, "bench")
+	nt, err := db.CreateTenantWith(ctx, name, "bench", store.TenantOptions{Dict: version})
 	if err != nil {
 		return nil, err
-	}
-	if version != 0 {
-		if err := setNewHead(ctx, db, nt.TenantID, version); err != nil {
-			return nil, err
-		}
 	}
 	t := &Tenant{ID: nt.TenantID, Key: nt.Key, Convs: map[int64]int64{}, turns: map[int64]int{}, first: map[int64]int64{}}
 	for u := 1; u <= users; u++ {
@@ -272,24 +263,6 @@ func (l *Loader) Load(ctx context.Context, t *Tenant, items []arena.Item) error 
 	// and picks nested loops that read the tenant once per row.
 	if _, err := owner.Exec(ctx, analyzeSQL); err != nil {
 		return fmt.Errorf("analyze: %w", err)
-	}
-	return nil
-}
-
-// setNewHead runs as the database owner (like the loader): the head is not
-// the application role's to change outside a flip.
-func setNewHead(ctx context.Context, db *store.DB, tenantID int64, version int) error {
-	owner, err := pgx.Connect(ctx, db.Pool.Config().ConnString())
-	if err != nil {
-		return fmt.Errorf("tenant on v%d: connect: %w", version, err)
-	}
-	defer owner.Close(context.WithoutCancel(ctx))
-	tag, err := owner.Exec(ctx, setNewHeadSQL, tenantID, version)
-	if err != nil {
-		return fmt.Errorf("tenant on v%d: %w", version, err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("tenant %d on v%d: not a new tenant", tenantID, version)
 	}
 	return nil
 }
