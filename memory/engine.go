@@ -95,6 +95,12 @@ type Context struct {
 	Hits int
 	Lag  int
 	Prev bool // also the turn before a match, not only the reply after it
+	// DenseHits replaces Hits under a hybrid scan (0: 20, or off with Hits), whose dense side
+	// finds by meaning many of the replies a lexical scan reaches only as
+	// neighbours: there the neighbours of matches 20 to 40 took a third of
+	// a 2000-token frame for little evidence (development set, --dict 3:
+	// recall @2000 0.843 with 40, 0.853 with 20).
+	DenseHits int
 }
 
 // Expansion sets pseudo-relevance feedback: the top docs vote, terms words
@@ -150,6 +156,12 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	if opt.Context == (Context{}) {
 		opt.Context = Context{Hits: 40, Lag: 4}
+	}
+	if opt.Context.DenseHits == 0 {
+		opt.Context.DenseHits = 20
+		if opt.Context.Hits < 0 {
+			opt.Context.DenseHits = opt.Context.Hits // off is off
+		}
 	}
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)

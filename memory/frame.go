@@ -87,8 +87,10 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		e.observer().Duration("scan", time.Since(scan))
 	}
 	var around map[int64]neighbors
+	nbHits := e.opt.Context.Hits
 	if aq.Dense != nil {
 		hits, around = smoothHits(r.arena, hits)
+		nbHits = e.opt.Context.DenseHits
 	}
 	got := <-inputs
 	if got.err != nil {
@@ -105,7 +107,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if q.Budget <= 0 {
 		budget = Budget(hits, e.opt.Floor, min(e.opt.AutoCeiling, ceiling))
 	}
-	nbs := neighborsOf(r.arena, hits, e.opt.Context.Hits, around)
+	nbs := neighborsOf(r.arena, hits, nbHits, around)
 	cands := e.candidates(q, hits, nbs, in)
 	render := time.Now()
 	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, in), budget)
