@@ -50,7 +50,7 @@ func commands() map[string]command {
 		"bench":     {"performance suite: bench [all|proxy|pipeline|capture|scan|coldstart|throughput|recall] [--out FILE]; BENCH_QUICK=1 for a quick run", runBench},
 		"admin":     {"admin create EMAIL: create a platform admin (password on standard input)", runAdmin},
 		"devdb":     {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},
-		"eval":      {"recall benchmark: eval locomo [--json] [--samples N] [--questions N] FILE", runEval},
+		"eval":      {"recall benchmark: eval locomo [--json] [--dict V] [--pool N] [--samples N] [--questions N] FILE", runEval},
 		"import":    {"import conversation history: import --tenant ID [--user NAME] [--format jsonl|chatgpt] FILE", runImport},
 		"export":    {"write a memory user's memory as JSONL: export --tenant ID --user NAME [--out FILE]", runExport},
 		"dict":      {"dictionary rollouts: dict upload FILE | status | derive V | flip V | retire V", runDict},

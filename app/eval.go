@@ -69,7 +69,7 @@ func runEval(ctx context.Context, e env, args []string) error {
 	nSamples := fs.Int("samples", 0, "only the first N samples (0: all)")
 	nQuestions := fs.Int("questions", 0, "at most N questions with evidence per sample (0: all)")
 	conc := fs.Int("concurrency", 4, "questions asked at once")
-	dictV := fs.Int("dict", 0, "derive and flip the scratch tenant to this shipped dictionary version before asking (0: the default)")
+	dictV := fs.Int("dict", 0, "start the scratch tenant on v1 and move it to this shipped dictionary version by the dark rollout before asking (0: start on the default new tenants get)")
 	tools := fs.Bool("tools", false, "also measure how much evidence the frame missed each memory tool reaches")
 	budget := fs.Int("budget", 2000, "frame budget of the --tools probes")
 	poolN := fs.Int("pool", 0, "also ask from a tenant where N memory users hold memory (distractors: renamed, re-dated copies of the file's conversations) and report pooled beside alone (0: alone only)")
@@ -238,8 +238,15 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 		return res, err
 	}
 	defer db.Close()
-	// Tenant-wide: the evaluation speaks as each sample's memory user.
-	nt, err := db.CreateTenantScoped(ctx, "eval-locomo "+time.Now().UTC().Format(time.RFC3339), "eval", store.ScopeTenant)
+	// Tenant-wide: the evaluation speaks as each sample's memory user. With
+	// --dict the tenant starts on v1 and moves by the dark rollout, as an
+	// existing tenant would (a v3 derivation then freezes the tenant's own
+	// common direction); without, it starts on the default, as a new one.
+	start := 0
+	if opt.dict > 0 {
+		start = 1
+	}
+	nt, err := db.CreateTenantWith(ctx, "eval-locomo "+time.Now().UTC().Format(time.RFC3339), "eval", store.TenantOptions{Scope: store.ScopeTenant, Dict: start})
 	if err != nil {
 		return res, fmt.Errorf("create scratch tenant: %w", err)
 	}
