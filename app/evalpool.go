@@ -2,9 +2,8 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -113,38 +112,14 @@ func inScratchDatabase(ctx context.Context, e env, base string, opt evalOptions,
 // databases, the runs work in base and remove their tenants as without
 // --pool.
 func poolDatabase(ctx context.Context, base string) (string, func(), error) {
-	noop := func() {}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return base, noop, nil
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return base, func() {}, nil
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := "perpetuity_eval_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", noop, fmt.Errorf("connect: %w", err)
+	dbURL, drop, err := migrations.Scratch(ctx, base, "perpetuity_eval_")
+	if errors.Is(err, migrations.ErrNoScratch) {
+		return base, drop, nil
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return base, noop, nil
-	}
-	drop := func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		c, err := pgx.Connect(dctx, base)
-		if err != nil {
-			return
-		}
-		defer c.Close(dctx)
-		_, _ = c.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	}
-	u.Path = "/" + name
-	if err := migrations.Up(u.String()); err != nil {
-		drop()
-		return "", noop, fmt.Errorf("migrate scratch database: %w", err)
-	}
-	return u.String(), drop, nil
+	return dbURL, drop, err
 }
 
 // poolFillWorkers are the distractor users imported at once. Captures of

@@ -125,10 +125,11 @@ type Arena struct {
 	dfDense   []uint32
 	dfSparse  map[TermID]uint32
 
-	cands  sync.Pool // *[]cand scratch of searches
-	scores sync.Pool // *[]float32 scratch of hybrid searches
-	accs   sync.Pool // *[]float64 scratch of hybrid searches' inverted scoring
-	rot    *rotation // the dense codes' rotation (binary.go); nil without vectors
+	cands   sync.Pool // *[]cand scratch of searches
+	scores  sync.Pool // *[]float32 scratch of hybrid searches
+	accs    sync.Pool // *[]float64 scratch of hybrid searches' inverted scoring
+	hitBufs sync.Pool // *[]Hit candidate buffers of two-stage hybrid searches
+	rot     *rotation // the dense codes' rotation (binary.go); nil without vectors
 }
 
 // New returns an empty arena.

@@ -88,6 +88,16 @@ func (a *Arena) getScores(n int) []float32 {
 
 func (a *Arena) putScores(s []float32) { a.scores.Put(&s) }
 
+// getHits is an empty candidate buffer of capacity n at least.
+func (a *Arena) getHits(n int) []Hit {
+	if p, ok := a.hitBufs.Get().(*[]Hit); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]Hit, 0, n)
+}
+
+func (a *Arena) putHits(h []Hit) { a.hitBufs.Put(&h) }
+
 func (a *Arena) getAcc(n int) []float64 {
 	if p, ok := a.accs.Get().(*[]float64); ok && cap(*p) >= n {
 		return (*p)[:n]
@@ -338,14 +348,16 @@ func (h *hybridScan) twoStage(budget int) ([]Hit, int) {
 		dw = DenseWeight / h.sd
 	}
 	base := -lw*h.mb - dw*h.md
+	// Each worker keeps its best budget of what it has seen; cutoff is the
+	// worst of them once it has dropped some, below which nothing enters.
 	bufs := make([][]Hit, h.workers)
+	cutoffs := make([]float32, h.workers)
+	for w := range bufs {
+		bufs[w], cutoffs[w] = h.a.getHits(2*budget), float32(math.Inf(-1))
+	}
 	parallelIdx(h.workers, len(h.work), func(w, i int) {
 		c, cs := h.work[i], &h.per[i]
-		buf := bufs[w]
-		if buf == nil {
-			buf = make([]Hit, 0, 2*budget)
-		}
-		cutoff := float32(math.Inf(-1))
+		buf, cutoff := bufs[w], cutoffs[w]
 		for j, b := range cs.b {
 			if b < 0 {
 				continue
@@ -367,12 +379,14 @@ func (h *hybridScan) twoStage(budget int) ([]Hit, int) {
 				cutoff = buf[budget-1].Score
 			}
 		}
-		bufs[w] = buf
+		bufs[w], cutoffs[w] = buf, cutoff
 	})
-	var cands []Hit
-	for _, b := range bufs {
+	cands := bufs[0]
+	for _, b := range bufs[1:] {
 		cands = append(cands, b...)
+		h.a.putHits(b)
 	}
+	defer func() { h.a.putHits(cands) }()
 	cands = selectBest(cands, budget)
 	top := newTopK(h.q.K)
 	for _, cd := range cands {
