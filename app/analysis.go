@@ -1,12 +1,15 @@
 package app
 
 import (
+	"os"
+	"strconv"
 	"context"
 	"fmt"
 	"log/slog"
 	"slices"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/chain"
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/memory/text"
@@ -28,9 +31,18 @@ func newEngine(ctx context.Context, cfg Config, db *store.DB) (*memory.Engine, e
 // newServingEngine is newEngine for serve: a frame's reheats are written
 // after the frame is handed to the proxy, off the request's path (the
 // viewer's next frame waits for them), and a failed write is logged.
-func newServingEngine(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*memory.Engine, error) {
-	return buildEngine(ctx, db, memory.Options{Ceiling: cfg.FrameCeiling, DeferReheat: true,
-		Errors: func(err error) { log.Warn("deferred reheat failed", "err", err) }})
+//
+// It also builds the chain graph's writer, which the caller runs: captures
+// kick it, frames read its edges.
+func newServingEngine(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*memory.Engine, *chain.Writer, error) {
+	lex, err := dict.Builtin(chain.LexiconVersion)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := chain.NewWriter(db, lex, tuneRules(), func(err error) { log.Warn("chain graph catch-up failed", "err", err) })
+	eng, err := buildEngine(ctx, db, memory.Options{Ceiling: cfg.FrameCeiling, DeferReheat: true,
+		Errors: func(err error) { log.Warn("deferred reheat failed", "err", err) }, Chain: w, Context: tuneContext()})
+	return eng, w, err
 }
 
 func buildEngine(ctx context.Context, db *store.DB, opts memory.Options) (*memory.Engine, error) {
@@ -70,4 +82,17 @@ func buildEngine(ctx context.Context, db *store.DB, opts memory.Options) (*memor
 		}
 	}
 	return eng, nil
+}
+
+// TUNING (temporary)
+func envInt(k string) int { v, _ := strconv.Atoi(os.Getenv(k)); return v }
+func envF(k string) float64 { v, _ := strconv.ParseFloat(os.Getenv(k), 64); return v }
+func tuneRules() chain.Rules {
+	return chain.Rules{MaxDF: envInt("T_MAXDF"), Links: envInt("T_LINKS"), MinWeight: envF("T_MINW"), Near: envInt("T_NEAR")}
+}
+func tuneContext() memory.Context {
+	if envInt("T_CHITS") == 0 && envInt("T_CPER") == 0 && envInt("T_CLAG") == 0 {
+		return memory.Context{}
+	}
+	return memory.Context{Hits: 40, Lag: 4, ChainHits: envInt("T_CHITS"), ChainPer: envInt("T_CPER"), ChainLag: envInt("T_CLAG")}
 }

@@ -302,6 +302,12 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 		}
 		fmt.Fprintf(e.stderr, "eval: scratch tenant derived and flipped to dictionary v%d\n", opt.dict)
 	}
+	// The questions see the chain graph of everything imported, as a later
+	// conversation would: the server's writer catches up off the import's
+	// path, and is waited for here.
+	if err := waitChain(ctx, db, nt.TenantID); err != nil {
+		return res, err
+	}
 	chatURL := keyBase + "/v1/chat/completions"
 	if err := warmUp(ctx, client, chatURL, samples); err != nil {
 		return res, err
@@ -345,6 +351,32 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 		reach[i] = locomo.ToolScored{Tool: p.tool, Category: p.category, Missed: len(p.missed), Reached: p.reached}
 	}
 	return evalResult{scored: scored, reach: reach, pool: res.pool}, nil
+}
+
+// waitChain returns once the chain writer's watermark reached the tenant's head.
+func waitChain(ctx context.Context, db *store.DB, tenantID int64) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		head, err := db.ReadHead(ctx, tenantID)
+		if err != nil {
+			return err
+		}
+		at, err := db.ChainHead(ctx, tenantID)
+		if err != nil {
+			return err
+		}
+		if at >= head.Seq {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the chain graph's writer is at %d of %d after five minutes", at, head.Seq)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // buildProbes makes one probe per question with evidence and budget.

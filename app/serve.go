@@ -58,10 +58,15 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	}
 	defer db.Close()
 	warnDurability(ctx, db, log)
-	eng, err := newServingEngine(ctx, cfg, db, log)
+	eng, graph, err := newServingEngine(ctx, cfg, db, log)
 	if err != nil {
 		return err
 	}
+	// The chain writer runs until serve returns; it holds nothing a crash
+	// would lose (its watermark is stored with its edges).
+	gctx, stopGraph := context.WithCancel(ctx)
+	defer stopGraph()
+	go graph.Run(gctx)
 	px := proxy.New(proxy.Config{
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams, ToolRounds: cfg.ToolRounds,

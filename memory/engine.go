@@ -84,6 +84,9 @@ type Options struct {
 	// frame of the viewer waits for them); Errors then receives failures.
 	DeferReheat bool
 	Errors      func(error)
+	// Chain is the chain graph (nil: none): captures kick its writer, and a
+	// frame brings a strong match's chain neighbours along (chain.go).
+	Chain ChainGraph
 }
 
 // Context brings the turns around a match into the frame: the neighbours of
@@ -95,6 +98,10 @@ type Context struct {
 	Hits int
 	Lag  int
 	Prev bool // also the turn before a match, not only the reply after it
+	// ChainHits is how many of the best matches bring their chain
+	// neighbours (0: 10; < 0: none), at most ChainPer each (0: 2), ranked
+	// ChainLag places below their match (0: Lag).
+	ChainHits, ChainPer, ChainLag int
 	// DenseHits replaces Hits under a hybrid scan (0: 20, or off with Hits), whose dense side
 	// finds by meaning many of the replies a lexical scan reaches only as
 	// neighbours: there the neighbours of matches 20 to 40 took a third of
@@ -156,6 +163,15 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	if opt.Context == (Context{}) {
 		opt.Context = Context{Hits: 40, Lag: 4}
+	}
+	if opt.Context.ChainHits == 0 {
+		opt.Context.ChainHits = 10
+	}
+	if opt.Context.ChainPer <= 0 {
+		opt.Context.ChainPer = 2
+	}
+	if opt.Context.ChainLag <= 0 {
+		opt.Context.ChainLag = opt.Context.Lag
 	}
 	if opt.Context.DenseHits == 0 {
 		opt.Context.DenseHits = 20
@@ -235,7 +251,7 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 		TenantID: m.TenantID, UserID: m.UserID, ConversationID: m.ConversationID,
 		Role: m.Role, Speaker: m.Speaker, Position: m.Position,
 		Fingerprint: Fingerprint(m.Role, m.Position, m.Text),
-		Interrupted: m.Interrupted, CreatedAt: m.At, Hints: m.Hints,
+		Interrupted: m.Interrupted, CreatedAt: m.At, Hints: m.Hints, Sources: m.Sources,
 	}
 	contents := e.an.ChunkContent(m.Text, chunks)
 	// An explicit speaker name is part of what the turn is about ("what did
@@ -250,7 +266,11 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 			Tau: e.opt.BaseTau, Novelty: 0,
 		})
 	}
-	return e.captureAllVersions(ctx, c)
+	got, err := e.captureAllVersions(ctx, c)
+	if err == nil && !got.Duplicate && e.opt.Chain != nil {
+		e.opt.Chain.Kick(m.TenantID)
+	}
+	return got, err
 }
 
 func toInt32(v []uint32) []int32 {

@@ -108,9 +108,10 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		budget = Budget(hits, e.opt.Floor, min(e.opt.AutoCeiling, ceiling))
 	}
 	nbs := neighborsOf(r.arena, hits, nbHits, around)
-	cands := e.candidates(q, hits, nbs, in)
+	chs := e.chainOf(q.TenantID, hits, e.opt.Context.ChainHits, e.opt.Context.ChainPer)
+	cands := e.candidates(q, hits, nbs, chs, in)
 	render := time.Now()
-	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, in), budget)
+	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), budget)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -231,7 +232,7 @@ const maxTauFactor = 2
 // candidates merges the three ways into the frame: the most recent stretch
 // of this conversation (mandatory), this turn's retrieval (reheated by rank;
 // the best few mandatory), and whatever else is still warm.
-func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in store.FrameInputs) []cand {
+func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs []chained, in store.FrameInputs) []cand {
 	by := map[int64]*cand{}
 	get := func(id int64) *cand {
 		c := by[id]
@@ -270,6 +271,18 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in 
 				continue
 			}
 			c := get(id)
+			if p := RankPeak(r); p > c.heat {
+				c.heat = p
+				if c.rank < 0 || c.rank > r {
+					c.rank = r
+				}
+			}
+		}
+	}
+	for _, ch := range chs {
+		r := rankOf[ch.id] + e.opt.Context.ChainLag
+		for _, l := range ch.links {
+			c := get(l.ID)
 			if p := RankPeak(r); p > c.heat {
 				c.heat = p
 				if c.rank < 0 || c.rank > r {
@@ -338,7 +351,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, in 
 
 // priceList gathers the stored token counts of the candidates, from the
 // arena for matches and from the frame's own reads for the rest.
-func priceList(a *arena.Arena, hits []arena.Hit, nbs []neighbors, in store.FrameInputs) map[int64]int {
+func priceList(a *arena.Arena, hits []arena.Hit, nbs []neighbors, chs []chained, in store.FrameInputs) map[int64]int {
 	toks := make(map[int64]int, len(in.Tokens)+3*len(hits))
 	for id, t := range in.Tokens {
 		toks[id] = t
@@ -353,6 +366,11 @@ func priceList(a *arena.Arena, hits []arena.Hit, nbs []neighbors, in store.Frame
 			if x.ID != 0 {
 				toks[x.ID] = int(x.Tokens)
 			}
+		}
+	}
+	for _, ch := range chs {
+		for _, l := range ch.links {
+			toks[l.ID] = int(l.Tokens)
 		}
 	}
 	return toks

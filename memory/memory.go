@@ -32,6 +32,10 @@ type Message struct {
 	// Hints are the harness's identity hints, recorded in the binding log
 	// with the user and conversation they were seen with.
 	Hints []store.Hint
+	// Sources are the items the reply's request showed the model (its frame
+	// and memory tools' results): the chain graph links the reply to those
+	// it drew on.
+	Sources []int64
 }
 
 // FrameQuery asks for the frame of one turn.

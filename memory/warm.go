@@ -9,6 +9,9 @@ import (
 // whether it finished.
 func (e *Engine) Warm(ctx context.Context, tenantIDs []int64) error {
 	for _, id := range tenantIDs {
+		if e.opt.Chain != nil {
+			e.opt.Chain.Kick(id) // the writer loads the tenant's graph meanwhile
+		}
 		if _, err := e.res.current(ctx, id); err != nil {
 			return err
 		}

@@ -225,11 +225,28 @@ func (p *Proxy) captureReply(t *turn, r reply) {
 	defer cancel()
 	_, err := p.mem.Capture(ctx, memory.Message{
 		Who: t.who, Role: "assistant", Text: storableReply(r.text), Position: len(t.in.messages),
-		Interrupted: r.interrupted, At: time.Now(),
+		Interrupted: r.interrupted, At: time.Now(), Sources: t.shown(),
 	})
 	if err != nil {
 		p.log.Error("capture reply failed", "request_id", t.rid, "tenant", t.who.TenantID, "err", err)
 	}
+}
+
+// shown is what this turn showed the model from memory: the frame, and
+// what its memory tools returned. The chain graph links the reply to the
+// items among them it drew on.
+func (t *turn) shown() []int64 {
+	var out []int64
+	if t.loop != nil && t.loop.state != nil {
+		for id := range t.loop.state.Shown {
+			out = append(out, id)
+		}
+		return out
+	}
+	if t.frame != nil {
+		out = append(out, t.frame.Shown...)
+	}
+	return out
 }
 
 func readBody(c echo.Context, limit int64) ([]byte, error) {

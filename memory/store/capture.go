@@ -48,6 +48,9 @@ type Capture struct {
 	// Hints are the harness's identity hints, bound to the user and the
 	// conversation in this transaction (bindings.go).
 	Hints []Hint
+	// Sources are the items a reply's request showed the model; kept in
+	// reply_sources for the chain writer (only the user's own items).
+	Sources []int64
 }
 
 // Captured reports what a capture stored.
@@ -204,6 +207,9 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	}
 	b.Queue(bornHotSQL, c.TenantID, c.UserID, out.ItemIDs, out.Clock, BornPeak, taus, tcs)
 	queueCaptureBindings(b, c)
+	if len(c.Sources) > 0 {
+		b.Queue(insertReplySourcesSQL, c.TenantID, out.MessageID, c.Sources, c.UserID)
+	}
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, fmt.Errorf("store retrieval rows and activation: %w", err)

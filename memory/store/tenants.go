@@ -267,6 +267,9 @@ func (db *DB) EnsureConversation(ctx context.Context, tenantID, userID int64, ex
 // deleteTenantSQL removes every row of a tenant, children first. Used for
 // scratch tenants (eval, bench) and tenant removal.
 var deleteTenantSQL = []string{
+	`DELETE FROM chain_edges WHERE tenant_id = $1`,
+	`DELETE FROM chain_heads WHERE tenant_id = $1`,
+	`DELETE FROM reply_sources WHERE tenant_id = $1`,
 	`DELETE FROM reheats WHERE tenant_id = $1`,
 	`DELETE FROM activations WHERE tenant_id = $1`,
 	`DELETE FROM retrieval_rows WHERE tenant_id = $1`,

@@ -1,0 +1,221 @@
+// Package chain derives the chain graph: edges between stored items of one
+// owner that say "these belong to one thread". The rules (this file) are a
+// pure function of the items in the tenant log's order, so the writer
+// (writer.go, the only code that stores edges) can resume after a crash and
+// a rebuild from scratch gives the same edges, which integrity checks.
+//
+// Two relations:
+//
+//   - thread: an item continues an earlier item of its owner's memory that
+//     shares words rare in that memory (names, places, numbers, a subject:
+//     "my adoption meeting went well" and "we applied to the adoption
+//     agency"), in another conversation or far back in the same one (the
+//     turns next to it are the conversation's own adjacency);
+//   - evidence: a captured reply drew on an item its request showed the
+//     model (a frame item or a memory tool's result) whose rare words it
+//     uses.
+//
+// Rarity is the owner's own: a word is rare for an item while it occurred
+// in at most MaxDF of the owner's earlier items, and weighs
+// ln(1 + n/df) with n the owner's earlier items. Statistics are per owner,
+// so another user's turns, or their purge, never change an owner's edges.
+// Words are the content terms of a fixed shipped lexicon (Lexicon), not the
+// tenant's active dictionary, so a dictionary flip changes no edge.
+package chain
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// Relations, as stored.
+const (
+	Thread   = "thread"
+	Evidence = "evidence"
+)
+
+// LexiconVersion is the shipped dictionary whose terms the rules read.
+// Changing it changes edges: that is a rebuild, not a flip.
+const LexiconVersion = 2
+
+// Lexicon maps stored tokens to content terms (stopwords dropped, forms
+// folded to their lemma).
+type Lexicon interface {
+	Terms(tokens []string) (ids []uint32, freqs []uint16, length int)
+}
+
+// Rules tune the graph. Zero values take the defaults.
+type Rules struct {
+	// MaxDF: a word is rare while at most this many earlier items of the
+	// owner held it.
+	MaxDF int
+	// Links is the most thread edges an item gets (its best).
+	Links int
+	// MinWeight is the least summed weight of the rare words a thread edge
+	// rests on.
+	MinWeight float64
+	// Near: an earlier item of the same conversation fewer than Near of the
+	// owner's items back is adjacency, not a thread.
+	Near int
+	// EvidenceLinks and MinEvidence are Links and MinWeight for evidence.
+	EvidenceLinks int
+	MinEvidence   float64
+}
+
+func (r Rules) withDefaults() Rules {
+	if r.MaxDF <= 0 {
+		r.MaxDF = 8
+	}
+	if r.Links <= 0 {
+		r.Links = 3
+	}
+	if r.MinWeight <= 0 {
+		r.MinWeight = 8
+	}
+	if r.Near <= 0 {
+		r.Near = 16
+	}
+	if r.EvidenceLinks <= 0 {
+		r.EvidenceLinks = 5
+	}
+	if r.MinEvidence <= 0 {
+		r.MinEvidence = 4
+	}
+	return r
+}
+
+// ref is an earlier item in a rare word's postings.
+type ref struct {
+	id     int64
+	conv   int64
+	n      int32 // the owner's item count before it
+	tokens int32
+}
+
+// owner is one memory user's statistics.
+type owner struct {
+	n    int32
+	df   map[uint32]int32
+	post map[uint32][]ref // only while the word is rare
+}
+
+// Graph applies the rules to items in log order.
+type Graph struct {
+	rules  Rules
+	lex    Lexicon
+	owners map[int64]*owner
+}
+
+// NewGraph starts an empty graph.
+func NewGraph(lex Lexicon, rules Rules) *Graph {
+	return &Graph{rules: rules.withDefaults(), lex: lex, owners: map[int64]*owner{}}
+}
+
+// Edge is a derived edge with both ends' token counts.
+type Edge struct {
+	store.ChainEdge
+	SrcTokens, DstTokens int32
+}
+
+// Purge forgets an owner: what they store after a purge starts afresh.
+func (g *Graph) Purge(user int64) { delete(g.owners, user) }
+
+// Add derives the edges of it, the next item in log order, and then counts
+// it in its owner's statistics.
+func (g *Graph) Add(it store.ChainItem) []Edge {
+	o := g.owners[it.UserID]
+	if o == nil {
+		o = &owner{df: map[uint32]int32{}, post: map[uint32][]ref{}}
+		g.owners[it.UserID] = o
+	}
+	terms, _, _ := g.lex.Terms(it.Tokens)
+	var out []Edge
+	if o.n > 0 && len(terms) > 0 {
+		out = g.thread(o, it, terms)
+		if len(it.Sources) > 0 {
+			out = append(out, g.evidence(o, it, terms)...)
+		}
+	}
+	me := ref{id: it.ID, conv: it.ConvID, n: o.n, tokens: it.TokenCount}
+	for _, t := range terms {
+		d := o.df[t] + 1
+		o.df[t] = d
+		switch {
+		case int(d) <= g.rules.MaxDF:
+			o.post[t] = append(o.post[t], me)
+		case int(d) == g.rules.MaxDF+1:
+			delete(o.post, t) // no longer rare: never a candidate again
+		}
+	}
+	o.n++
+	return out
+}
+
+type scored struct {
+	ref
+	w float64
+}
+
+// weights sums, per earlier item, the weights of the rare words it shares
+// with terms; keep decides which earlier items count.
+func (g *Graph) weights(o *owner, terms []uint32, keep func(ref) bool) []scored {
+	acc := map[int64]*scored{}
+	for _, t := range terms {
+		d := o.df[t]
+		if d == 0 || int(d) > g.rules.MaxDF {
+			continue
+		}
+		w := math.Log1p(float64(o.n) / float64(d))
+		for _, r := range o.post[t] {
+			if !keep(r) {
+				continue
+			}
+			s := acc[r.id]
+			if s == nil {
+				s = &scored{ref: r}
+				acc[r.id] = s
+			}
+			s.w += w
+		}
+	}
+	out := make([]scored, 0, len(acc))
+	for _, s := range acc {
+		out = append(out, *s)
+	}
+	// Heaviest first; of equal weight the nearer in time, so the order
+	// never depends on the map's.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].w != out[j].w {
+			return out[i].w > out[j].w
+		}
+		return out[i].id > out[j].id
+	})
+	return out
+}
+
+func (g *Graph) thread(o *owner, it store.ChainItem, terms []uint32) []Edge {
+	far := func(r ref) bool { return r.conv != it.ConvID || o.n-r.n >= int32(g.rules.Near) }
+	return g.pick(it, Thread, g.weights(o, terms, far), g.rules.Links, g.rules.MinWeight)
+}
+
+func (g *Graph) evidence(o *owner, it store.ChainItem, terms []uint32) []Edge {
+	src := slices.Clone(it.Sources)
+	slices.Sort(src)
+	shown := func(r ref) bool { _, ok := slices.BinarySearch(src, r.id); return ok }
+	return g.pick(it, Evidence, g.weights(o, terms, shown), g.rules.EvidenceLinks, g.rules.MinEvidence)
+}
+
+func (g *Graph) pick(it store.ChainItem, rel string, ws []scored, limit int, min float64) []Edge {
+	var out []Edge
+	for _, s := range ws {
+		if len(out) == limit || s.w < min {
+			break
+		}
+		out = append(out, Edge{ChainEdge: store.ChainEdge{Src: it.ID, Dst: s.id, Relation: rel, UserID: it.UserID,
+			Weight: float32(s.w)}, SrcTokens: it.TokenCount, DstTokens: s.tokens})
+	}
+	return out
+}

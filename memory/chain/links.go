@@ -1,0 +1,87 @@
+package chain
+
+import (
+	"sort"
+	"sync"
+)
+
+// links is a tenant's edges in memory, both ways, for retrieval: what an
+// item continues or drew on, and what continues it or answered from it.
+type links struct {
+	mu sync.RWMutex
+	by map[int64]*node
+}
+
+type node struct {
+	user int64
+	out  []Link
+}
+
+func newLinks() *links { return &links{by: map[int64]*node{}} }
+
+func (l *links) at(id, user int64) *node {
+	n := l.by[id]
+	if n == nil {
+		n = &node{user: user}
+		l.by[id] = n
+	}
+	return n
+}
+
+// add1 adds one edge; the caller holds no lock (load builds a fresh links).
+func (l *links) add1(e Edge) {
+	l.at(e.Src, e.UserID).out = append(l.at(e.Src, e.UserID).out,
+		Link{ID: e.Dst, Relation: e.Relation, Weight: e.Weight, Tokens: e.DstTokens})
+	l.at(e.Dst, e.UserID).out = append(l.at(e.Dst, e.UserID).out,
+		Link{ID: e.Src, Relation: e.Relation, Later: true, Weight: e.Weight, Tokens: e.SrcTokens})
+}
+
+func (l *links) add(es []Edge) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range es {
+		l.add1(e)
+	}
+}
+
+// replace takes over another links' edges (a reload), for readers holding l.
+func (l *links) replace(o *links) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.by = o.by
+}
+
+// removeUser drops a purged user's edges.
+func (l *links) removeUser(user int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, n := range l.by {
+		if n.user == user {
+			delete(l.by, id)
+		}
+	}
+}
+
+func (l *links) around(ids []int64, per int) map[int64][]Link {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make(map[int64][]Link, len(ids))
+	for _, id := range ids {
+		n := l.by[id]
+		if n == nil || len(n.out) == 0 {
+			continue
+		}
+		ls := append([]Link(nil), n.out...)
+		sort.Slice(ls, func(i, j int) bool {
+			if ls[i].Weight != ls[j].Weight {
+				return ls[i].Weight > ls[j].Weight
+			}
+			return ls[i].ID > ls[j].ID
+		})
+		if per > 0 && len(ls) > per {
+			ls = ls[:per]
+		}
+		out[id] = ls
+	}
+	return out
+}

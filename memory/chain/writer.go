@@ -1,0 +1,277 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// Store is what the writer reads and writes.
+type Store interface {
+	ChainHead(ctx context.Context, tenantID int64) (int64, error)
+	ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (store.ChainBatch, error)
+	WriteChainEdges(ctx context.Context, tenantID, from, to int64, edges []store.ChainEdge) error
+	ChainEdges(ctx context.Context, tenantID int64) ([]store.ChainEdgeSized, error)
+}
+
+// batchSeqs bounds one read and one write of the writer: this many log
+// positions (captures and purges).
+const batchSeqs = 2000
+
+// Writer is the one writer of the chain graph. Captures kick it after they
+// commit; it reads the tenant log from its stored watermark, derives the
+// new items' edges and stores them with the new watermark in one
+// transaction, off every request's path. It also keeps each tenant's
+// edges in memory for retrieval (Around). Every serving process runs one:
+// the rules are deterministic, so two writers derive the same edges, and
+// the watermark check makes the second one reload instead of writing.
+type Writer struct {
+	st    Store
+	lex   Lexicon
+	rules Rules
+	errs  func(error)
+
+	mu      sync.Mutex
+	tenants map[int64]*tenant
+	dirty   map[int64]bool
+	wake    chan struct{}
+}
+
+// tenant is one tenant's graph state in this process.
+type tenant struct {
+	mu     sync.Mutex // serialises catch-up
+	loaded bool
+	graph  *Graph
+	seen   int64 // the log position the graph and the stored watermark are at
+	links  *links
+}
+
+// NewWriter builds a writer; errs (nil: dropped) receives failures of the
+// background catch-up, which retries them.
+func NewWriter(st Store, lex Lexicon, rules Rules, errs func(error)) *Writer {
+	return &Writer{st: st, lex: lex, rules: rules, errs: errs,
+		tenants: map[int64]*tenant{}, dirty: map[int64]bool{}, wake: make(chan struct{}, 1)}
+}
+
+func (w *Writer) get(tenantID int64) *tenant {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.tenants[tenantID]
+	if t == nil {
+		t = &tenant{links: newLinks()}
+		w.tenants[tenantID] = t
+	}
+	return t
+}
+
+// Kick asks for the tenant's catch-up; it never blocks.
+func (w *Writer) Kick(tenantID int64) {
+	w.mu.Lock()
+	w.dirty[tenantID] = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// retryAfter is how long a failed catch-up waits before it is tried again.
+const retryAfter = time.Second
+
+// Run catches kicked tenants up until ctx ends.
+func (w *Writer) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		w.mu.Lock()
+		todo := make([]int64, 0, len(w.dirty))
+		for id := range w.dirty {
+			todo = append(todo, id)
+		}
+		clear(w.dirty)
+		w.mu.Unlock()
+		for _, id := range todo {
+			if err := w.CatchUp(ctx, id); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if w.errs != nil {
+					w.errs(err)
+				}
+				time.AfterFunc(retryAfter, func() { w.Kick(id) })
+			}
+		}
+	}
+}
+
+// CatchUp derives and stores the edges of everything the tenant committed
+// so far. A tenant this process has not loaded is replayed first from its
+// items up to the stored watermark (their edges are read, not derived).
+func (w *Writer) CatchUp(ctx context.Context, tenantID int64) error {
+	t := w.get(tenantID)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		err := w.catchUp(ctx, tenantID, t)
+		if err == nil {
+			return nil
+		}
+		// Another writer moved the watermark, or a purge removed items read
+		// for this batch: start over from what is stored.
+		if attempt < 3 && (errors.Is(err, store.ErrChainMoved) || errors.Is(err, store.ErrChainGone)) {
+			t.loaded = false
+			continue
+		}
+		t.loaded = false
+		return fmt.Errorf("chain catch-up of tenant %d: %w", tenantID, err)
+	}
+}
+
+func (w *Writer) catchUp(ctx context.Context, tenantID int64, t *tenant) error {
+	if !t.loaded {
+		if err := w.load(ctx, tenantID, t); err != nil {
+			return err
+		}
+	}
+	for {
+		cb, err := w.st.ReadChainBatch(ctx, tenantID, t.seen, t.seen+batchSeqs)
+		if err != nil {
+			return err
+		}
+		if cb.Upto == t.seen {
+			return nil
+		}
+		edges, purged := apply(t.graph, cb)
+		rows := make([]store.ChainEdge, len(edges))
+		for i, e := range edges {
+			rows[i] = e.ChainEdge
+		}
+		if err := w.st.WriteChainEdges(ctx, tenantID, t.seen, cb.Upto, rows); err != nil {
+			return err
+		}
+		for _, u := range purged {
+			t.links.removeUser(u)
+		}
+		t.links.add(edges)
+		t.seen = cb.Upto
+	}
+}
+
+// load replays the tenant's items up to the stored watermark into a fresh
+// graph and reads the stored edges.
+func (w *Writer) load(ctx context.Context, tenantID int64, t *tenant) error {
+	mark, err := w.st.ChainHead(ctx, tenantID)
+	if err != nil {
+		return err
+	}
+	g := NewGraph(w.lex, w.rules)
+	for at := int64(0); at < mark; {
+		cb, err := w.st.ReadChainBatch(ctx, tenantID, at, min(at+batchSeqs, mark))
+		if err != nil {
+			return err
+		}
+		if cb.Upto == at {
+			return fmt.Errorf("chain watermark %d is past the tenant head %d", mark, cb.Head)
+		}
+		apply(g, cb)
+		at = cb.Upto
+	}
+	stored, err := w.st.ChainEdges(ctx, tenantID)
+	if err != nil {
+		return err
+	}
+	l := newLinks()
+	for _, e := range stored {
+		l.add1(Edge{ChainEdge: e.ChainEdge, SrcTokens: e.SrcTokens, DstTokens: e.DstTokens})
+	}
+	t.links.replace(l)
+	t.graph, t.seen, t.loaded = g, mark, true
+	return nil
+}
+
+// apply runs a batch through the graph in log order: a purge forgets its
+// user before anything they stored after it.
+func apply(g *Graph, cb store.ChainBatch) (edges []Edge, purged []int64) {
+	items := cb.Items
+	for _, p := range cb.Purges {
+		for len(items) > 0 && items[0].Seq < p.Seq {
+			edges = append(edges, g.Add(items[0])...)
+			items = items[1:]
+		}
+		if p.UserID != nil {
+			g.Purge(*p.UserID)
+			purged = append(purged, *p.UserID)
+			// Edges of this batch among the purged user's items are gone too.
+			kept := edges[:0]
+			for _, e := range edges {
+				if e.UserID != *p.UserID {
+					kept = append(kept, e)
+				}
+			}
+			edges = kept
+		}
+	}
+	for _, it := range items {
+		edges = append(edges, g.Add(it)...)
+	}
+	return edges, purged
+}
+
+// Rebuild derives every edge of the tenant from scratch, without writing,
+// up to the log position upto: what integrity compares the stored edges with.
+func Rebuild(ctx context.Context, st Store, lex Lexicon, rules Rules, tenantID, upto int64) ([]Edge, error) {
+	g := NewGraph(lex, rules)
+	var all []Edge
+	for at := int64(0); at < upto; {
+		cb, err := st.ReadChainBatch(ctx, tenantID, at, min(at+batchSeqs, upto))
+		if err != nil {
+			return nil, err
+		}
+		if cb.Upto == at {
+			break
+		}
+		edges, purged := apply(g, cb)
+		for _, u := range purged {
+			kept := all[:0]
+			for _, e := range all {
+				if e.UserID != u {
+					kept = append(kept, e)
+				}
+			}
+			all = kept
+		}
+		all = append(all, edges...)
+		at = cb.Upto
+	}
+	return all, nil
+}
+
+// Link is one chain neighbour of an item.
+type Link struct {
+	ID       int64
+	Relation string
+	// Later: the neighbour continues the item (thread), or answered from
+	// it (evidence); otherwise the item continues or drew on it.
+	Later  bool
+	Weight float32
+	Tokens int32
+}
+
+// Around returns, per item, its chain neighbours in memory, heaviest
+// first, at most per of them; nothing for a tenant not loaded yet.
+func (w *Writer) Around(tenantID int64, ids []int64, per int) map[int64][]Link {
+	w.mu.Lock()
+	t := w.tenants[tenantID]
+	w.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	return t.links.around(ids, per)
+}
