@@ -41,6 +41,7 @@ type Store interface {
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
 	ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error)
+	ChainLinks(ctx context.Context, tenantID, userID, itemID int64, limit int) ([]store.ChainLink, error)
 }
 
 // Options tune the engine.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
+	"github.com/perpetuity/perpetuity/memory/chain"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -42,7 +43,7 @@ func Tools() []ToolSpec {
 			json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"words to look for"},"from":{"type":"string","description":"only turns on or after this date (YYYY-MM-DD)"},"to":{"type":"string","description":"only turns on or before this date (YYYY-MM-DD)"},"conversation":{"type":"integer","description":"only this conversation id"},"limit":{"type":"integer","description":"most turns to return (default 10, max 50)"}},"required":["query"]}`)},
 		{ToolReopen, "Reopen this turn's full retrieved memory from before the frame was trimmed: relevant turns that did not fit.",
 			json.RawMessage(`{"type":"object","properties":{"limit":{"type":"integer","description":"most turns to return (default 20, max 100)"}}}`)},
-		{ToolChain, "Follow a stored turn: the turns around it, the replies after it, or its whole conversation. Turn ids appear as #id in memory labels.",
+		{ToolChain, "Follow a stored turn: the turns around it in its conversation, and its chain across conversations: earlier turns it continues, later turns that continue it, what a reply drew on and the replies that answered from it. Turn ids appear as #id in memory labels.",
 			json.RawMessage(`{"type":"object","properties":{"item":{"type":"integer","description":"turn id, the number after # in a label"},"direction":{"type":"string","enum":["before","after","around"],"description":"default around"},"depth":{"type":"integer","description":"how many turns each way (default 3, max 20)"}},"required":["item"]}`)},
 		{ToolCount, "Count stored turns that match a query, grouped by conversation, month or speaker, with a few example turns per group.",
 			json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"by":{"type":"string","enum":["conversation","month","speaker"],"description":"default conversation"},"examples":{"type":"integer","description":"example turns per group (default 2, max 5)"}},"required":["query"]}`)},
@@ -232,18 +233,72 @@ func (e *Engine) toolChain(ctx context.Context, st *ToolState, item int64, direc
 	if ids == nil {
 		return fmt.Sprintf("error: no stored turn #%d", item), nil
 	}
-	var fresh []int64
-	for _, id := range ids {
-		if !st.Shown[id] {
-			fresh = append(fresh, id)
-		}
-	}
-	items, err := e.renderItems(ctx, st.Who.TenantID, fresh)
+	links, err := e.store.ChainLinks(ctx, st.Who.TenantID, st.Who.UserID, item, 8*depth)
 	if err != nil {
 		return "", err
 	}
-	sortChrono(items)
-	return e.quote(st, items, "every turn around it was shown already"), nil
+	// The conversation around the turn first, then the chain graph's
+	// relations, each named: a result says why a turn is in it.
+	groups := []struct {
+		head string
+		ids  []int64
+	}{{head: fmt.Sprintf("around #%d in its conversation", item), ids: ids}}
+	for _, g := range chainGroups() {
+		if (g.later && after == 0) || (!g.later && before == 0) {
+			continue
+		}
+		var gi []int64
+		for _, l := range links {
+			if l.Relation == g.relation && l.Later == g.later && len(gi) < depth {
+				gi = append(gi, l.ItemID)
+			}
+		}
+		groups = append(groups, struct {
+			head string
+			ids  []int64
+		}{fmt.Sprintf(g.head, item), gi})
+	}
+	seen := map[int64]bool{}
+	var ps []piece
+	for _, g := range groups {
+		var fresh []int64
+		for _, id := range g.ids {
+			if !st.Shown[id] && !seen[id] {
+				seen[id] = true
+				fresh = append(fresh, id)
+			}
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		items, err := e.renderItems(ctx, st.Who.TenantID, fresh)
+		if err != nil {
+			return "", err
+		}
+		sortChrono(items)
+		ps = append(ps, piece{text: "(" + g.head + ")\n"})
+		ps = append(ps, quotePieces(st, items)...)
+	}
+	return e.emit(st, ps, "every turn around it and in its chain was shown already"), nil
+}
+
+// chainGroups are the chain graph's relations as memory_chain names them,
+// in the order it lists them.
+func chainGroups() []struct {
+	relation string
+	later    bool
+	head     string
+} {
+	return []struct {
+		relation string
+		later    bool
+		head     string
+	}{
+		{chain.Thread, false, "earlier turns #%d continues"},
+		{chain.Thread, true, "later turns that continue #%d"},
+		{chain.Evidence, false, "turns reply #%d drew on"},
+		{chain.Evidence, true, "replies that answered from #%d"},
+	}
 }
 
 func (e *Engine) toolCount(ctx context.Context, st *ToolState, query, by string, examples int) (string, error) {

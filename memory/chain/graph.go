@@ -134,10 +134,12 @@ func (g *Graph) Add(it store.ChainItem) []Edge {
 	terms, _, _ := g.lex.Terms(it.Tokens)
 	var out []Edge
 	if o.n > 0 && len(terms) > 0 {
-		out = g.thread(o, it, terms)
+		// A reply's link to what it drew on says more than a thread does:
+		// an item it drew on is not also a thread of it.
 		if len(it.Sources) > 0 {
-			out = append(out, g.evidence(o, it, terms)...)
+			out = g.evidence(o, it, terms)
 		}
+		out = append(out, g.thread(o, it, terms, out)...)
 	}
 	me := ref{id: it.ID, conv: it.ConvID, n: o.n, tokens: it.TokenCount}
 	for _, t := range terms {
@@ -196,8 +198,15 @@ func (g *Graph) weights(o *owner, terms []uint32, keep func(ref) bool) []scored 
 	return out
 }
 
-func (g *Graph) thread(o *owner, it store.ChainItem, terms []uint32) []Edge {
-	far := func(r ref) bool { return r.conv != it.ConvID || o.n-r.n >= int32(g.rules.Near) }
+func (g *Graph) thread(o *owner, it store.ChainItem, terms []uint32, drewOn []Edge) []Edge {
+	far := func(r ref) bool {
+		for _, e := range drewOn {
+			if e.Dst == r.id {
+				return false
+			}
+		}
+		return r.conv != it.ConvID || o.n-r.n >= int32(g.rules.Near)
+	}
 	return g.pick(it, Thread, g.weights(o, terms, far), g.rules.Links, g.rules.MinWeight)
 }
 
