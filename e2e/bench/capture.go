@@ -10,6 +10,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/arena/synth"
+	"github.com/perpetuity/perpetuity/memory/chain"
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/importer"
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -28,6 +29,8 @@ type kit struct {
 	// it (the dictionary's common component, memory/dense.go).
 	dense memory.DictTerms
 	space *dict.Space
+	// chainLex is the lexicon the chain graph's rules read (serve's).
+	chainLex chain.Lexicon
 }
 
 func newKit(ctx context.Context, db *store.DB, version int) (*kit, error) {
@@ -46,7 +49,11 @@ func newKit(ctx context.Context, db *store.DB, version int) (*kit, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &kit{counter: c, dict: d, vocab: v, db: db}
+	lex, err := dict.Builtin(chain.LexiconVersion)
+	if err != nil {
+		return nil, err
+	}
+	k := &kit{counter: c, dict: d, vocab: v, db: db, chainLex: lex}
 	if k.dense, k.space, err = loadDense(ctx, db); err != nil {
 		return nil, err
 	}
@@ -57,8 +64,16 @@ func newKit(ctx context.Context, db *store.DB, version int) (*kit, error) {
 // as serve runs it: reheats written after the frame is returned.
 func (k *kit) engine() *memory.Engine { return k.engineOn(k.db) }
 
-func (k *kit) engineOn(db *store.DB) *memory.Engine {
-	return memory.New(db, memory.TextAnalyzer{C: k.counter}, memory.DictTerms{D: k.dict}, memory.Options{DeferReheat: true})
+func (k *kit) engineOn(db *store.DB) *memory.Engine { return k.engineWith(db, nil) }
+
+// engineWith is engineOn with the chain graph's writer, which its captures
+// kick as serve's do (nil: none).
+func (k *kit) engineWith(db *store.DB, w *chain.Writer) *memory.Engine {
+	opt := memory.Options{DeferReheat: true}
+	if w != nil {
+		opt.Chain = w
+	}
+	return memory.New(db, memory.TextAnalyzer{C: k.counter}, memory.DictTerms{D: k.dict}, opt)
 }
 
 // CaptureResult is section 3: storing one message against the cheapest
@@ -77,6 +92,13 @@ type CaptureResult struct {
 	ImportTurns int
 	ImportTook  time.Duration
 	ImportRate  float64 // items per second
+
+	// ChainLag is how long after the import's last turn the chain writer,
+	// running beside every capture above, reached the tenant's head;
+	// ChainEdges what it wrote, ChainFailed its failed catch-ups (retried).
+	ChainLag    time.Duration
+	ChainEdges  int
+	ChainFailed int
 }
 
 // messages are chat-sized texts from the synthetic corpus: two turns
@@ -97,7 +119,11 @@ func runCapture(ctx context.Context, db *store.DB, dbURL string, k *kit, t *Tena
 		return nil, err
 	}
 	defer tdb.Close()
-	eng := k.engineOn(tdb)
+	// The writer is on the untraced pool: its statements are not a
+	// capture's, though they share the cores and the database with them.
+	bw := startWriter(ctx, db, k)
+	defer bw.close()
+	eng := k.engineWith(tdb, bw.w)
 	conv, err := db.EnsureConversation(ctx, t.ID, t.Users[0], "h:bench-capture", "capture")
 	if err != nil {
 		return nil, err
@@ -163,6 +189,21 @@ func runCapture(ctx context.Context, db *store.DB, dbURL string, k *kit, t *Tena
 	res.ImportTook = time.Since(t0)
 	res.ImportTurns = got.Turns
 	res.ImportRate = float64(got.Turns) / res.ImportTook.Seconds()
+
+	lag, caught, err := waitChain(ctx, db, t.ID, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	failed, last := bw.close()
+	if !caught {
+		return nil, fmt.Errorf("capture: the chain writer did not catch up within %s of the import (%d failures, last: %v)", lag.Round(time.Second), failed, last)
+	}
+	edges, err := db.ChainEdges(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	res.ChainLag, res.ChainEdges, res.ChainFailed = lag, len(edges), failed
+	lg.printf("capture: the chain writer caught up %s after the import (%d edges, %d failed catch-ups)", lag.Round(time.Millisecond), len(edges), failed)
 	return res, nil
 }
 

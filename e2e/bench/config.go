@@ -16,11 +16,12 @@ const (
 	SecCold       = "coldstart"  // 5. cold start
 	SecThroughput = "throughput" // 6. sustained throughput
 	SecRecall     = "recall"     // 7. recall for tokens
+	SecChain      = "chain"      // 8. the chain graph's writer: catch-up and restart at the largest size
 )
 
 // AllSections lists every section.
 func AllSections() []string {
-	return []string{SecProxy, SecPipeline, SecMemPath, SecCapture, SecScan, SecCold, SecThroughput, SecRecall}
+	return []string{SecProxy, SecPipeline, SecMemPath, SecCapture, SecScan, SecCold, SecThroughput, SecRecall, SecChain}
 }
 
 // Config sizes a run. Mode presets (ModeConfig) fill every field.

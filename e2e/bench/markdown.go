@@ -76,6 +76,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.cold(m)
 	r.throughput(m)
 	r.recall(m)
+	r.chain(m)
 	r.loads(m)
 	r.notes(m)
 	if m.err != nil {
@@ -280,6 +281,10 @@ func (r *Report) capture(m *mdw) {
 		c.ImportTurns, c.ImportTook.Round(time.Millisecond))
 	m.p("**%.0f items/s**.", c.ImportRate)
 	m.p("")
+	m.p("The chain graph's writer ran beside every capture and the import, kicked by each as in serve, on a pool of")
+	m.p("its own (its statements are not in the breakdown above, but share the cores and the database): it caught up")
+	m.p("%s ms after the import's last turn, having written %d edges (%d failed catch-ups, retried).", ms(c.ChainLag), c.ChainEdges, c.ChainFailed)
+	m.p("")
 }
 
 func (r *Report) scan(m *mdw) {
@@ -475,5 +480,6 @@ func (r *Report) loads(m *mdw) {
 		m.p("The other tenants were loaded the same way, rows under their own dictionary (v3 rows with their")
 		m.p("vectors): %s.", strings.Join(others, "; "))
 	}
+	r.chainSettles(m)
 	m.p("")
 }

@@ -60,7 +60,9 @@ func (r *rig) pipelineCaller(t *Tenant, lr liveRequests) func(ctx context.Contex
 	}
 }
 
-func runPipeline(ctx context.Context, r *rig, t *Tenant, lr liveRequests, cfg Config, lg *logger) (*PipelineResult, error) {
+// runPipeline measures section 2; settle (nil: none) runs after the first
+// request, which kicked the served chain writer.
+func runPipeline(ctx context.Context, r *rig, t *Tenant, lr liveRequests, cfg Config, lg *logger, settle func(context.Context) error) (*PipelineResult, error) {
 	res := &PipelineResult{Items: t.Items}
 	call := r.pipelineCaller(t, lr)
 	t0 := time.Now()
@@ -68,6 +70,11 @@ func runPipeline(ctx context.Context, r *rig, t *Tenant, lr liveRequests, cfg Co
 		return nil, fmt.Errorf("pipeline first request: %w", err)
 	}
 	res.First = time.Since(t0)
+	if settle != nil {
+		if err := settle(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if _, _, _, err := Interleave(ctx, 1, 20, call); err != nil {
 		return nil, fmt.Errorf("pipeline warm-up: %w", err)
 	}

@@ -26,8 +26,12 @@ type Report struct {
 	ColdV3     []ColdResult // cold start of the v3 tenant at Config.DenseSizes
 	Throughput *ThroughputResult
 	Recall     *RecallResult
+	Chain      *ChainResult
 	Loads      []LoadFigure
-	Skipped    []string
+	// ChainSettles are the served chain writer catching up on each growth
+	// before §2 was measured (setup).
+	ChainSettles []ChainSettle
+	Skipped      []string
 }
 
 // LoadFigure is one growth of the bench tenant (setup, not a figure of

@@ -141,7 +141,7 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 	}
-	growing := cfg.has(SecPipeline) || cfg.has(SecMemPath) || cfg.has(SecCold) || cfg.has(SecThroughput)
+	growing := cfg.has(SecPipeline) || cfg.has(SecMemPath) || cfg.has(SecCold) || cfg.has(SecThroughput) || cfg.has(SecChain)
 	maxSize := 0
 	if growing {
 		maxSize = slices.Max(cfg.Sizes)
@@ -169,6 +169,14 @@ func (r *runner) run(ctx context.Context) error {
 		}
 	}
 	r.corpus = nil
+	if cfg.has(SecChain) {
+		// After the server stopped: its writer would race this one for the
+		// tenant's watermark. The corpus is gone, so the heap is the writer's.
+		runtime.GC()
+		if rep.Chain, err = runChain(ctx, r.db, r.k, r.bt, cfg, r.lg); err != nil {
+			return err
+		}
+	}
 	if cfg.has(SecRecall) {
 		switch {
 		case r.env.Recall == nil:
@@ -252,7 +260,7 @@ func (r *runner) grow(ctx context.Context) error {
 			}
 		}
 		if cfg.has(SecPipeline) {
-			p, err := runPipeline(ctx, r.rg, bt, lr, cfg, r.lg)
+			p, err := runPipeline(ctx, r.rg, bt, lr, cfg, r.lg, func(ctx context.Context) error { return r.settleChain(ctx, bt, n) })
 			if err != nil {
 				return err
 			}
@@ -273,6 +281,15 @@ func (r *runner) grow(ctx context.Context) error {
 			}
 		}
 		if cfg.has(SecThroughput) && n == cfg.ThroughputSize {
+			if !cfg.has(SecPipeline) {
+				// Nothing kicked the served writer since the growth: one request does.
+				if _, err := r.rg.pipelineCaller(bt, lr)(ctx, 1, 0); err != nil {
+					return fmt.Errorf("throughput: first request: %w", err)
+				}
+				if err := r.settleChain(ctx, bt, n); err != nil {
+					return err
+				}
+			}
 			if rep.Throughput, err = runThroughput(ctx, r.rg, bt, lr, cfg, r.lg); err != nil {
 				return err
 			}
@@ -332,6 +349,24 @@ func (r *runner) pooled(ctx context.Context, loader *Loader) (*PooledResult, err
 	}
 	return &PooledResult{Users: cfg.PoolUsers, Items: len(corpus), Visible: float64(visible) / float64(max(1, len(qs))),
 		V1: ps[0], V3: ps[1]}, nil
+}
+
+// settleChain waits for the served chain writer, kicked by a request since
+// the tenant grew, to derive the growth's edges: in serving a capture's
+// edges follow it within moments, as if the loaded items had been
+// captured, and a catch-up of a million items would otherwise run beside
+// the measurement.
+func (r *runner) settleChain(ctx context.Context, t *Tenant, n int) error {
+	r.lg.printf("chain: waiting for the served writer to catch up on %s items", itemsLabel(n))
+	took, caught, err := waitChain(ctx, r.db, t.ID, chainSettleBound)
+	if err != nil {
+		return fmt.Errorf("chain settle: %w", err)
+	}
+	if !caught {
+		r.lg.printf("chain: the served writer is still behind after %s; measuring beside it", took.Round(time.Second))
+	}
+	r.rep.ChainSettles = append(r.rep.ChainSettles, ChainSettle{Items: n, Took: took, Caught: caught})
+	return nil
 }
 
 func (r *runner) closeRig() {

@@ -49,6 +49,9 @@ func TestSmokeRun(t *testing.T) {
 		"## 4. Scan", "| 600 |",
 		"## 5. Cold start",
 		"## 6. Throughput", "| full pipeline (recall and capture on) |",
+		"The chain graph's writer ran beside every capture",
+		"## 8. Chain graph writer", "| from scratch (watermark 0) | ", "| restart (at the watermark) | ", "restart / from scratch **",
+		"the served chain writer",
 		"## Setup",
 	} {
 		if !strings.Contains(doc, want) {
