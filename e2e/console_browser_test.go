@@ -334,6 +334,20 @@ func TestBrowserSignUpProxyMemoryHeat(t *testing.T) {
 	}
 	a.shot("conversation-heat.png", chromedp.FullScreenshot(100))
 
+	// The question's own page has its chain section (the journey's single
+	// conversation gives it no thread; the reply may have drawn on nothing).
+	a.step("item page", chromedp.Click(byTestID("item-link")), chromedp.WaitVisible(byTestID("chain-section")))
+	if got := a.text(byTestID("item-title")); !strings.HasPrefix(got, "Item #") {
+		t.Fatalf("item page titled %q", got)
+	}
+	if got := a.text(byTestID("item-text")); got != question {
+		t.Fatalf("item page shows %q, the first turn was %q", got, question)
+	}
+	if n := a.count(`[data-testid="chain-empty"], [data-testid="chain-group"]`); n == 0 {
+		t.Fatal("chain section says neither that it is empty nor what is linked")
+	}
+	a.shot("item-chain.png", chromedp.FullScreenshot(100))
+
 	a.step("keys", chromedp.Navigate(s.URL+"/console/keys"), chromedp.WaitVisible(byTestID("keys-table")))
 	// Not fatal, so the rest of the journey still runs: the keys page must
 	// show that the key just carried a request (store.DB.TouchKey).

@@ -164,6 +164,7 @@ type Item struct {
 	WhenExact      string
 	Terms          []string
 	Heat           heat.Trajectory
+	Chain          []ChainGroup // a few neighbours per group, for the compact line
 }
 
 // Memory is the memory browser: one user's memory, searched.

@@ -208,6 +208,7 @@ func (c *Console) routes() []route {
 		{http.MethodGet, "/console/users/:id/export", t(c.exportUser)},
 		{http.MethodGet, "/console/memory", t(c.memory)},
 		{http.MethodGet, "/console/conversations/:id", t(c.conversation)},
+		{http.MethodGet, "/console/items/:id", t(c.item)},
 		{http.MethodGet, "/console/accounts", t(c.accounts)},
 		{http.MethodPost, "/console/accounts/invite", t(c.invite)},
 		{http.MethodPost, "/console/accounts/:id/role", t(c.setRole)},

@@ -25,6 +25,8 @@ type Memory interface {
 	// Conversation returns every item of one conversation in order, with
 	// heat as the conversation's owner sees it.
 	Conversation(ctx context.Context, tenantID, conversationID int64) ([]Item, error)
+	// Item returns one item with heat as its owner sees it.
+	Item(ctx context.Context, tenantID, itemID int64) (Item, error)
 }
 
 // Item is one stored item with what the browser shows about it.
@@ -93,6 +95,9 @@ func (c *Console) memory(ec echo.Context, s *session) error {
 			return c.internal(ec, err)
 		}
 		v.Items = toView(items, time.Now())
+		if err := c.withChain(ctx, s.TenantID, userID, v.Items); err != nil {
+			return c.internal(ec, err)
+		}
 	}
 	if isHTMX(ec) {
 		return c.render(ec, http.StatusOK, templates.MemoryResults(v))
@@ -120,5 +125,49 @@ func (c *Console) conversation(ec echo.Context, s *session) error {
 		return c.internal(ec, err)
 	}
 	v := templates.Conversation{ID: meta.ID, Title: meta.Title, User: meta.User, UserID: meta.UserID, Items: toView(items, time.Now()), Bindings: bindings}
+	if err := c.withChain(ctx, s.TenantID, meta.UserID, v.Items); err != nil {
+		return c.internal(ec, err)
+	}
 	return c.render(ec, http.StatusOK, templates.ConversationPage(c.page(ec, s, meta.Title, "memory"), v))
+}
+
+// withChain adds each item's compact chain line, all items' links read in
+// one query.
+func (c *Console) withChain(ctx context.Context, tenantID, userID int64, items []templates.Item) error {
+	conv := make(map[int64]int64, len(items))
+	for _, it := range items {
+		conv[it.ID] = it.ConversationID
+	}
+	groups, err := c.chainLinks(ctx, tenantID, userID, conv, chainPerLine)
+	if err != nil {
+		return err
+	}
+	for i := range items {
+		items[i].Chain = groups[items[i].ID]
+	}
+	return nil
+}
+
+// item shows one item in detail with its chain neighbours, grouped by
+// relation.
+func (c *Console) item(ec echo.Context, s *session) error {
+	ctx := ec.Request().Context()
+	id, err := strconv.ParseInt(ec.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return c.notFound(ec)
+	}
+	it, err := c.mem.Item(ctx, s.TenantID, id)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	user, err := c.memoryUserName(ctx, s.TenantID, it.UserID)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	groups, err := c.chainLinks(ctx, s.TenantID, it.UserID, map[int64]int64{it.ID: it.ConversationID}, chainPerPage)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	v := templates.ItemDetail{Item: toView([]Item{it}, time.Now())[0], UserID: it.UserID, User: user, Chain: groups[it.ID]}
+	return c.render(ec, http.StatusOK, templates.ItemPage(c.page(ec, s, "Item #"+strconv.FormatInt(it.ID, 10), "memory"), v))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/web"
 	"github.com/perpetuity/perpetuity/web/webtest"
 )
@@ -334,6 +335,15 @@ func (f fakeMemory) Search(_ context.Context, _, _ int64, q string, _ int) ([]we
 
 func (f fakeMemory) Conversation(context.Context, int64, int64) ([]web.Item, error) {
 	return f.items, nil
+}
+
+func (f fakeMemory) Item(_ context.Context, _, id int64) (web.Item, error) {
+	for _, it := range f.items {
+		if it.ID == id {
+			return it, nil
+		}
+	}
+	return web.Item{}, store.ErrNotFound
 }
 
 func TestMemoryBrowserUsesTheEngine(t *testing.T) {

@@ -58,6 +58,11 @@ const conversationItemsSQL = itemColumns + `
 WHERE i.tenant_id = $1 AND i.conversation_id = $3
 ORDER BY i.message_id, i.part`
 
+const itemOwnerSQL = `SELECT user_id FROM items WHERE tenant_id = $1 AND id = $2`
+
+const oneItemSQL = itemColumns + `
+WHERE i.tenant_id = $1 AND i.id = $3`
+
 const reheatsSQL = `SELECT item_id, clock, peak FROM reheats
 WHERE tenant_id = $1 AND viewer_id = $2 AND item_id = ANY($3) ORDER BY item_id, clock`
 
@@ -114,6 +119,30 @@ func (m *SQLMemory) Conversation(ctx context.Context, tenantID, conversationID i
 		return err
 	})
 	return out, err
+}
+
+// Item implements Memory.
+func (m *SQLMemory) Item(ctx context.Context, tenantID, itemID int64) (Item, error) {
+	var out []Item
+	err := m.db.InTenantRead(ctx, tenantID, func(tx pgx.Tx) error {
+		var owner int64
+		if err := tx.QueryRow(ctx, itemOwnerSQL, tenantID, itemID).Scan(&owner); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			return err
+		}
+		var err error
+		out, err = m.items(ctx, tx, tenantID, owner, oneItemSQL, tenantID, owner, itemID)
+		return err
+	})
+	if err != nil {
+		return Item{}, err
+	}
+	if len(out) != 1 {
+		return Item{}, store.ErrNotFound
+	}
+	return out[0], nil
 }
 
 func (m *SQLMemory) items(ctx context.Context, tx pgx.Tx, tenantID, viewer int64, sql string, args ...any) ([]Item, error) {

@@ -150,7 +150,7 @@ func TestRouteMatrixOverHTTP(t *testing.T) {
 	srv := webtest.Start(t, webtest.Options{})
 	ctx := context.Background()
 	tm := signUpTeam(t, srv, "Matrix")
-	_, convID := storeTurn(t, srv, webtest.Turn{TenantID: tm.tenantID, UserID: tm.userID, Conversation: "m", Role: "user", Text: "matrix turn", Peak: 1})
+	itemID, convID := storeTurn(t, srv, webtest.Turn{TenantID: tm.tenantID, UserID: tm.userID, Conversation: "m", Role: "user", Text: "matrix turn", Peak: 1})
 	_, _, victimID := addMember(t, srv, tm, "tenant_member")
 	mem, _, _ := addMember(t, srv, tm, "tenant_member")
 	if err := web.CreatePlatformAdmin(ctx, srv.DB, "root@example.com", password); err != nil {
@@ -176,6 +176,7 @@ func TestRouteMatrixOverHTTP(t *testing.T) {
 			"/console/keys/:id", "/console/keys/"+newKey(),
 			"/console/users/:id", "/console/users/"+strconv.FormatInt(tm.userID, 10),
 			"/console/conversations/:id", "/console/conversations/"+strconv.FormatInt(convID, 10),
+			"/console/items/:id", "/console/items/"+strconv.FormatInt(itemID, 10),
 			"/console/accounts/:id", "/console/accounts/"+strconv.FormatInt(victimID, 10),
 			"/platform/tenants/:id", "/platform/tenants/"+strconv.FormatInt(tm.tenantID, 10),
 			"/invite/:token", "/invite/not-a-token",
