@@ -43,7 +43,9 @@ func runIntegrity(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ck := &ops.Checker{St: db, Arenas: eng}
+	// The chain graph is rebuilt under the rules serve's writer applies
+	// (the shipped lexicon: the checker's default).
+	ck := &ops.Checker{St: db, Arenas: eng, ChainRules: tuneRules()}
 	var bad, total int64
 	out := integrityJSON{Tenants: []tenantIntegrity{}}
 	for _, t := range ts {

@@ -153,7 +153,7 @@ func (w *Writer) catchUp(ctx context.Context, tenantID int64, t *tenant) error {
 		for i, e := range edges {
 			rows[i] = e.ChainEdge
 		}
-		if err := w.st.WriteChainEdges(ctx, tenantID, t.seen, cb.Upto, rows); err != nil {
+		if err := w.write(ctx, tenantID, t.seen, cb, rows); err != nil {
 			return err
 		}
 		for _, u := range purged {
@@ -161,6 +161,42 @@ func (w *Writer) catchUp(ctx context.Context, tenantID int64, t *tenant) error {
 		}
 		t.links.add(edges)
 		t.seen = cb.Upto
+	}
+}
+
+// write stores a batch's edges from the watermark from. Another writer
+// moving the watermark meanwhile stored edges for part or all of the batch:
+// they are the same edges (the rules are deterministic), so only those of
+// the items past its watermark are written, from there. Each such retry
+// follows the other writer's progress, so the loop ends; a watermark moved
+// back (a rebuild) is ErrChainMoved, and the caller reloads.
+func (w *Writer) write(ctx context.Context, tenantID, from int64, cb store.ChainBatch, rows []store.ChainEdge) error {
+	for {
+		err := w.st.WriteChainEdges(ctx, tenantID, from, cb.Upto, rows)
+		if !errors.Is(err, store.ErrChainMoved) {
+			return err
+		}
+		mark, err := w.st.ChainHead(ctx, tenantID)
+		if err != nil {
+			return err
+		}
+		if mark < from {
+			return store.ErrChainMoved
+		}
+		if mark >= cb.Upto {
+			return nil
+		}
+		seq := make(map[int64]int64, len(cb.Items))
+		for _, it := range cb.Items {
+			seq[it.ID] = it.Seq
+		}
+		rest := rows[:0:0]
+		for _, e := range rows {
+			if seq[e.Src] > mark {
+				rest = append(rest, e)
+			}
+		}
+		from, rows = mark, rest
 	}
 }
 

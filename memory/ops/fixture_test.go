@@ -6,12 +6,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/chain"
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -144,10 +146,76 @@ func (f *fixture) say(t testing.TB, eng *memory.Engine, w memory.Who, seed uint6
 	return ids
 }
 
+// chainLexicon is the shipped lexicon the chain rules read, parsed once for
+// the package's tests: parsing takes half a second.
+var chainLexicon = sync.OnceValues(func() (*dict.Dictionary, error) { return dict.Builtin(chain.LexiconVersion) })
+
+func lexicon(t testing.TB) chain.Lexicon {
+	t.Helper()
+	d, err := chainLexicon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// writer is a chain writer on the fixture's database, as serve builds one
+// (the shipped lexicon, default rules).
+func (f *fixture) writer(t testing.TB) *chain.Writer {
+	t.Helper()
+	return chain.NewWriter(f.db, lexicon(t), chain.Rules{}, nil)
+}
+
+func (f *fixture) catchUp(t testing.TB, w *chain.Writer) {
+	t.Helper()
+	if err := w.CatchUp(context.Background(), f.nt.TenantID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checker is the integrity check as the command line builds it.
+func (f *fixture) checker(t testing.TB, arenas ops.Arenas) *ops.Checker {
+	t.Helper()
+	return &ops.Checker{St: f.db, Arenas: arenas, ChainLexicon: lexicon(t)}
+}
+
+// topics are words rare in a memory: a turn on a topic continues the
+// earlier turns on it (the chain graph's thread), with weights well over
+// the default rules' threshold.
+var topics = [][]string{
+	strings.Fields("kayak paddle lakeshore canoe lifejacket rapids portage eddy"),
+	strings.Fields("adoption agency caseworker homestudy paperwork fingerprints orphanage interview"),
+	strings.Fields("marathon training hamstring physio tempo intervals taper hydration"),
+	strings.Fields("pottery kiln glaze wheel stoneware bisque clay studio"),
+}
+
+// discuss captures n turns of w from position from, turn i on topic i%4,
+// alternating user and assistant; a reply is shown (its sources) the
+// user's last four items, one of them on its topic.
+func (f *fixture) discuss(t testing.TB, eng *memory.Engine, w memory.Who, from, n int) []int64 {
+	t.Helper()
+	var ids []int64
+	for i := from; i < from+n; i++ {
+		role, text := "user", strings.Join(topics[i%len(topics)], " ")+fmt.Sprintf(" (%d)", i)
+		var shown []int64
+		if i%2 == 1 {
+			role, shown = "assistant", append([]int64(nil), ids[max(0, len(ids)-4):]...)
+		}
+		c, err := eng.Capture(context.Background(), memory.Message{Who: w, Role: role, Text: text, Position: i,
+			At: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), Sources: shown})
+		if err != nil {
+			t.Error(err) // may run on a writer goroutine
+			return ids
+		}
+		ids = append(ids, c.ItemIDs...)
+	}
+	return ids
+}
+
 // check runs the integrity check with arenas and fails on any violation.
 func (f *fixture) mustBeClean(t *testing.T, arenas ops.Arenas) store.IntegrityReport {
 	t.Helper()
-	ck := &ops.Checker{St: f.db, Arenas: arenas}
+	ck := f.checker(t, arenas)
 	rep, vs, err := ck.Check(context.Background(), f.nt.TenantID, admin)
 	if err != nil {
 		t.Fatal(err)

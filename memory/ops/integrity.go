@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/chain"
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
@@ -72,10 +73,18 @@ type Checker struct {
 	Arenas Arenas
 	// Batch is how many items are read at a time (default 1000).
 	Batch int
+	// ChainLexicon and ChainRules are the chain graph's rules as the
+	// serving writer applies them: the stored edges are compared with a
+	// rebuild under them. A nil lexicon is the shipped
+	// dict.Builtin(chain.LexiconVersion), parsed only for a tenant with a
+	// graph.
+	ChainLexicon chain.Lexicon
+	ChainRules   chain.Rules
 
 	mu    sync.Mutex
 	dicts map[int]*dict.Dictionary
 	vecs  map[int]*dict.Vectors
+	lex   chain.Lexicon // the shipped lexicon, when ChainLexicon is nil
 }
 
 // vectors parses a version's shipped vectors once per checker; nil for a
@@ -228,6 +237,9 @@ func (k *checkRun) run(ctx context.Context) error {
 		if err := k.checkBindings(ctx, r); err != nil {
 			return err
 		}
+		if err := k.checkChain(ctx, r); err != nil {
+			return err
+		}
 		if before != nil && before.Watermark <= k.head.Seq {
 			between, err = r.LogEvents(ctx, before.Watermark, k.head.Seq)
 		}
@@ -236,7 +248,6 @@ func (k *checkRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	k.note("chain edges: this schema has no such tables yet, nothing to check")
 	if before == nil {
 		return nil
 	}

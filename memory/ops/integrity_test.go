@@ -266,3 +266,146 @@ func TestIntegrityChecksShareASmallPool(t *testing.T) {
 		}
 	}
 }
+
+// chainScene is what a chain case breaks: alice's items (two
+// conversations), bob's.
+type chainScene struct {
+	f          *fixture
+	alice, bob memory.Who
+	aliceItems []int64
+	bobItems   []int64
+}
+
+// newChainScene is a tenant whose chain writer caught up on alice's and
+// bob's threads.
+func newChainScene(t *testing.T, base *fixture) *chainScene {
+	t.Helper()
+	f := base.sibling(t)
+	s := &chainScene{f: f, alice: f.who(t, "alice", "a1"), bob: f.who(t, "bob", "b1")}
+	a2 := f.who(t, "alice", "a2")
+	s.aliceItems = append(f.discuss(t, f.eng, s.alice, 0, 10), f.discuss(t, f.eng, a2, 10, 10)...)
+	s.bobItems = f.discuss(t, f.eng, s.bob, 0, 12)
+	f.catchUp(t, f.writer(t))
+	n := f.int64(t, `SELECT count(*) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2`, f.nt.TenantID, s.alice.UserID)
+	m := f.int64(t, `SELECT count(*) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2 AND relation = 'evidence'`, f.nt.TenantID, s.bob.UserID)
+	if n == 0 || m == 0 {
+		t.Fatalf("alice has %d edges, bob %d evidence edges: the scene shows nothing", n, m)
+	}
+	return s
+}
+
+// TestIntegrityFindsBrokenChain breaks the chain graph one way at a time
+// and checks that the report names exactly the invariants broken, and
+// that an untouched graph passes, its rebuild included.
+func TestIntegrityFindsBrokenChain(t *testing.T) {
+	t.Parallel()
+	base := newFixture(t)
+	// $1 tenant, $2 alice, $3 bob, $4 alice's first item, $5 bob's last.
+	cases := []struct {
+		name    string
+		sql     string
+		replica bool // foreign keys off, as only a superuser can
+		want    []string
+	}{
+		{name: "clean"},
+		{name: "edge across owners", sql: `INSERT INTO chain_edges (tenant_id, src_id, dst_id, relation, user_id, weight)
+			SELECT $1, $5, $4, 'thread', $3, 9 WHERE $2::bigint <> 0`,
+			want: []string{ops.InvChainOwner, ops.InvChainRebuild}},
+		{name: "edge handed to another owner", sql: `UPDATE chain_edges SET user_id = $3 WHERE tenant_id = $1 AND user_id = $2
+			AND src_id = (SELECT min(src_id) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2) AND $4::bigint + $5::bigint <> 0`,
+			want: []string{ops.InvChainOwner, ops.InvChainRebuild}},
+		{name: "edge of a user of no tenant", sql: `UPDATE chain_edges SET user_id = 424242 WHERE tenant_id = $1 AND user_id = $2
+			AND src_id = (SELECT min(src_id) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2) AND $3::bigint + $4::bigint + $5::bigint <> 0`,
+			want: []string{ops.InvChainOwner, ops.InvChainRebuild}},
+		{name: "extra edge within one owner", sql: `INSERT INTO chain_edges (tenant_id, src_id, dst_id, relation, user_id, weight)
+			SELECT $1, s.id, d.id, 'thread', $2, 9 FROM items s, items d
+			WHERE s.tenant_id = $1 AND d.tenant_id = $1 AND s.user_id = $2 AND d.user_id = $2 AND d.id < s.id
+			  AND NOT EXISTS (SELECT 1 FROM chain_edges e WHERE e.tenant_id = $1 AND e.src_id = s.id AND e.dst_id = d.id)
+			  AND $3::bigint + $4::bigint + $5::bigint <> 0
+			ORDER BY s.id, d.id LIMIT 1`,
+			want: []string{ops.InvChainRebuild}},
+		{name: "edge deleted", sql: `DELETE FROM chain_edges WHERE tenant_id = $1 AND user_id = $2
+			AND src_id = (SELECT max(src_id) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2) AND $3::bigint + $4::bigint + $5::bigint <> 0`,
+			want: []string{ops.InvChainRebuild}},
+		{name: "weight rewritten", sql: `UPDATE chain_edges SET weight = weight * 2 WHERE tenant_id = $1 AND user_id = $3
+			AND src_id = (SELECT min(src_id) FROM chain_edges WHERE tenant_id = $1 AND user_id = $3) AND $2::bigint + $4::bigint + $5::bigint <> 0`,
+			want: []string{ops.InvChainRebuild}},
+		{name: "dangling end", replica: true, sql: `INSERT INTO chain_edges (tenant_id, src_id, dst_id, relation, user_id, weight)
+			SELECT $1, 1099511627776, $4, 'thread', $2, 9 WHERE $3::bigint + $5::bigint <> 0`,
+			want: []string{ops.InvChainDangling, ops.InvChainRebuild}},
+		{name: "watermark past the head", sql: `UPDATE chain_heads SET seq = seq + 5 WHERE tenant_id = $1 AND $2::bigint + $3::bigint + $4::bigint + $5::bigint <> 0`,
+			want: []string{ops.InvChainWatermark}},
+		{name: "watermark reset, edges kept", sql: `UPDATE chain_heads SET seq = 0 WHERE tenant_id = $1 AND $2::bigint + $3::bigint + $4::bigint + $5::bigint <> 0`,
+			want: []string{ops.InvChainRebuild}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := newChainScene(t, base)
+			f := s.f
+			args := []any{f.nt.TenantID, s.alice.UserID, s.bob.UserID, s.aliceItems[0], s.bobItems[len(s.bobItems)-1]}
+			switch {
+			case c.replica:
+				tx, err := f.owner.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(ctx)
+				if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+					t.Fatal(err)
+				}
+				if tag, err := tx.Exec(ctx, c.sql, args...); err != nil || tag.RowsAffected() == 0 {
+					t.Fatalf("the break changed nothing: %v", err)
+				}
+				if err := tx.Commit(ctx); err != nil {
+					t.Fatal(err)
+				}
+			case c.sql != "":
+				if f.exec(t, c.sql, args...) == 0 {
+					t.Fatalf("the break changed nothing: %s", c.sql)
+				}
+			}
+			rep, vs, err := f.checker(t, f.eng).Check(ctx, f.nt.TenantID, admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Sorted(maps.Keys(rep.Counts))
+			if want := slices.Sorted(slices.Values(c.want)); !slices.Equal(got, want) {
+				for _, v := range vs {
+					t.Logf("%s: %s %s", v.Invariant, v.Detail, v.Rows)
+				}
+				t.Fatalf("violated %v, want %v", got, want)
+			}
+			for _, v := range vs {
+				if strings.HasPrefix(v.Invariant, "chain.") && v.Invariant != ops.InvChainWatermark && v.ItemID == nil {
+					t.Errorf("%s names no item: %s", v.Invariant, v.Detail)
+				}
+				if strings.Contains(v.Detail+string(v.Rows), "kayak") {
+					t.Errorf("a violation carries content: %s %s", v.Detail, v.Rows)
+				}
+			}
+			if strings.Contains(rep.Notes, "not caught up") != (c.name == "watermark reset, edges kept") {
+				t.Fatalf("notes %q", rep.Notes)
+			}
+		})
+	}
+}
+
+// TestIntegrityChainWriterBehind: turns the writer has not reached yet are
+// no violation: the graph is compared up to its watermark, and the report
+// says how far.
+func TestIntegrityChainWriterBehind(t *testing.T) {
+	t.Parallel()
+	s := newChainScene(t, newFixture(t))
+	f := s.f
+	f.discuss(t, f.eng, s.alice, 20, 8)
+	rep := f.mustBeClean(t, f.eng)
+	if !strings.Contains(rep.Notes, "not caught up") {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+	f.catchUp(t, f.writer(t))
+	if rep := f.mustBeClean(t, f.eng); strings.Contains(rep.Notes, "chain edges") {
+		t.Fatalf("notes %q once the writer caught up", rep.Notes)
+	}
+}

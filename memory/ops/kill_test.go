@@ -5,17 +5,21 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/perpetuity/perpetuity/migrations/dbtest"
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/chain"
+	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
 
 // Environment of the derivation helper process.
@@ -170,5 +174,210 @@ func (f *fixture) await(t *testing.T, sql string, arg any, want int64) {
 			t.Fatalf("%s: %d, want %d", sql, n, want)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Environment of the capture-and-chain helper process.
+const (
+	chainHelperEnv = "PERPETUITY_OPS_CHAIN_HELPER"
+	chainHelperWho = "PERPETUITY_OPS_CHAIN_WHO" // tenant,user,conversation,conversation
+)
+
+// TestChainHelperProcess is not a test: TestChainSurvivesKill runs the
+// test binary again with only this function, as the serving process it
+// kills. It captures twelve turns and lets its chain writer catch up
+// ("caught up SEQ"), captures eight more and says "paused"; on a line from
+// stdin it starts a catch-up and a capture at once, and waits to be
+// killed inside both.
+func TestChainHelperProcess(t *testing.T) {
+	if os.Getenv(chainHelperEnv) == "" {
+		return
+	}
+	ctx := context.Background()
+	fail := func(err error) {
+		fmt.Println("error", err)
+		os.Exit(3)
+	}
+	db, err := store.Open(ctx, os.Getenv(helperDB))
+	if err != nil {
+		fail(err)
+	}
+	var ids [4]int64
+	for i, s := range strings.Split(os.Getenv(chainHelperWho), ",") {
+		if ids[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+			fail(err)
+		}
+	}
+	v1, err := dict.Builtin(1)
+	if err != nil {
+		fail(err)
+	}
+	w := chain.NewWriter(db, lexicon(t), chain.Rules{}, nil)
+	eng := memory.New(db, words{}, memory.DictTerms{D: v1}, memory.Options{BaseTau: 5000, Chain: w})
+	f := &fixture{db: db, nt: store.NewTenant{TenantID: ids[0]}}
+	c1 := memory.Who{TenantID: ids[0], UserID: ids[1], UserName: "alice", ConversationID: ids[2]}
+	c2 := c1
+	c2.ConversationID = ids[3]
+	f.discuss(t, eng, c1, 0, 6)
+	f.discuss(t, eng, c2, 0, 6)
+	if err := w.CatchUp(ctx, ids[0]); err != nil {
+		fail(err)
+	}
+	mark, err := db.ChainHead(ctx, ids[0])
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println("caught up", mark)
+	f.discuss(t, eng, c1, 6, 4)
+	f.discuss(t, eng, c2, 6, 4)
+	if t.Failed() {
+		fail(fmt.Errorf("captures failed"))
+	}
+	fmt.Println("paused")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	go func() { fmt.Println("caught up", w.CatchUp(ctx, ids[0])) }()
+	go func() { f.discuss(t, eng, c1, 10, 1); fmt.Println("captured") }()
+	select {} // never returns: the parent kills it
+}
+
+// TestChainSurvivesKill kills (SIGKILL) a serving process while a capture
+// waits inside its transaction and the chain writer inside the one that
+// stores its edges and watermark. Neither leaves anything: the graph and
+// watermark are those of the last committed catch-up, consistent with a
+// rebuild up to it; a new writer (the restart) resumes from that
+// watermark, and integrity, the chain rebuild included, is clean.
+func TestChainSurvivesKill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	a1 := f.who(t, "alice", "c1")
+	a2 := f.who(t, "alice", "c2")
+
+	app := "chain-helper-" + strings.ToLower(rand.Text()[:8])
+	u, err := url.Parse(f.db.Pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChainHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), chainHelperEnv+"=1", helperDB+"="+u.String(),
+		fmt.Sprintf("%s=%d,%d,%d,%d", chainHelperWho, f.nt.TenantID, a1.UserID, a1.ConversationID, a2.ConversationID))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	var mark int64
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && lines.Text() != "paused" {
+		if s, ok := strings.CutPrefix(lines.Text(), "caught up "); ok {
+			mark, _ = strconv.ParseInt(s, 10, 64)
+		}
+		if strings.HasPrefix(lines.Text(), "error") || strings.HasPrefix(lines.Text(), "---") {
+			t.Fatalf("helper: %s", lines.Text())
+		}
+	}
+	if mark == 0 {
+		t.Fatal("the helper's writer stored no watermark before the pause")
+	}
+
+	// Hold the head, where the next capture waits inside its transaction
+	// with its message written, and every item, where the writer's edges
+	// wait for their foreign keys inside its transaction.
+	tx, err := f.owner.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for _, q := range []string{
+		`SELECT 1 FROM tenant_heads WHERE tenant_id = $1 FOR UPDATE`,
+		`SELECT 1 FROM items WHERE tenant_id = $1 FOR UPDATE`,
+	} {
+		if _, err := tx.Exec(ctx, q, f.nt.TenantID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fmt.Fprintln(stdin, "go"); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app, 2)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed = true
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app, 0)
+
+	edges := func(upto int64) (stored, rebuilt []string) {
+		t.Helper()
+		es, err := f.db.ChainEdges(ctx, f.nt.TenantID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			stored = append(stored, fmt.Sprint(e.ChainEdge))
+		}
+		rs, err := chain.Rebuild(ctx, f.db, lexicon(t), chain.Rules{}, f.nt.TenantID, upto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range rs {
+			rebuilt = append(rebuilt, fmt.Sprint(e.ChainEdge))
+		}
+		slices.Sort(stored)
+		slices.Sort(rebuilt)
+		return stored, rebuilt
+	}
+	head, err := f.db.ReadHead(ctx, f.nt.TenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, err := f.db.ChainHead(ctx, f.nt.TenantID); err != nil || at != mark {
+		t.Fatalf("after the kill the watermark is %d (%v), want the committed %d", at, err, mark)
+	}
+	if n := f.int64(t, `SELECT count(*) FROM messages WHERE tenant_id = $1`, f.nt.TenantID); n != 20 || head.Seq <= mark {
+		t.Fatalf("after the kill %d messages at head %d, want the 20 committed past watermark %d", n, head.Seq, mark)
+	}
+	before, want := edges(mark)
+	if len(before) == 0 || !slices.Equal(before, want) {
+		t.Fatalf("after the kill %d edges, a rebuild up to %d derives %d", len(before), mark, len(want))
+	}
+	if rep := f.mustBeClean(t, f.engine()); !strings.Contains(rep.Notes, "not caught up") {
+		t.Fatalf("notes %q: the writer was behind", rep.Notes)
+	}
+
+	f.catchUp(t, f.writer(t)) // the restarted process's writer
+	if at, err := f.db.ChainHead(ctx, f.nt.TenantID); err != nil || at != head.Seq {
+		t.Fatalf("after the restart the watermark is %d (%v), want the head %d", at, err, head.Seq)
+	}
+	after, want := edges(head.Seq)
+	if len(after) <= len(before) || !slices.Equal(after, want) {
+		t.Fatalf("after the restart %d edges (%d before), a rebuild derives %d", len(after), len(before), len(want))
+	}
+	for _, e := range before {
+		if !slices.Contains(after, e) {
+			t.Fatalf("edge %s of the committed catch-up went", e)
+		}
+	}
+	if rep := f.mustBeClean(t, f.engine()); strings.Contains(rep.Notes, "chain edges") {
+		t.Fatalf("notes %q once the writer caught up", rep.Notes)
 	}
 }

@@ -26,6 +26,9 @@ func (f *fixture) userState(t *testing.T, userID int64) string {
 		`SELECT id || ':' || position FROM messages WHERE tenant_id = $1 AND user_id = $2 ORDER BY 1`,
 		`SELECT b.item_id || ':' || b.tau FROM item_births b JOIN items i ON i.tenant_id = b.tenant_id AND i.id = b.item_id
 			WHERE b.tenant_id = $1 AND i.user_id = $2 ORDER BY 1`,
+		`SELECT src_id || '>' || dst_id || ':' || relation || ':' || weight FROM chain_edges WHERE tenant_id = $1 AND user_id = $2 ORDER BY 1`,
+		`SELECT s.message_id || ':' || s.item_ids::text FROM reply_sources s JOIN messages m ON m.tenant_id = s.tenant_id AND m.id = s.message_id
+			WHERE s.tenant_id = $1 AND m.user_id = $2 ORDER BY 1`,
 	} {
 		rows, err := f.owner.Query(context.Background(), q, f.nt.TenantID, userID)
 		if err != nil {
@@ -46,9 +49,11 @@ func (f *fixture) userState(t *testing.T, userID int64) string {
 
 // TestPurgeReachesEveryProcess: alice is purged through the store while two
 // serving processes hold warm arenas (and a rollout keeps a second
-// version). Neither arena nor the store keeps a trace of her; bob's memory
-// is exactly what it was; the counts equal a recount; the audit entry says
-// how much, never what.
+// version) and the chain writer has linked both users' threads. Neither
+// arena, nor the store, nor the chain graph keeps a trace of her; bob's
+// memory is exactly what it was, his edges included; the counts equal a
+// recount and the graph its rebuild; the audit entry says how much, never
+// what.
 func TestPurgeReachesEveryProcess(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -59,6 +64,24 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	bob := f.who(t, "bob", "b1")
 	aliceItems := append(f.say(t, f.eng, alice, 8, 0, 8), f.say(t, other, alice2, 9, 0, 4)...)
 	f.say(t, other, bob, 10, 0, 7)
+	aliceItems = append(aliceItems, f.discuss(t, f.eng, f.who(t, "alice", "a3"), 0, 8)...)
+	bobThread := f.discuss(t, other, bob, 7, 8)
+	graph := f.writer(t)
+	f.catchUp(t, graph)
+	edgesOf := func(user int64) int64 {
+		return f.int64(t, `SELECT count(*) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2`, f.nt.TenantID, user)
+	}
+	aliceEdges := edgesOf(alice.UserID)
+	linked := func(ids []int64) int {
+		n := 0
+		for _, ls := range graph.Around(f.nt.TenantID, ids, 0) {
+			n += len(ls)
+		}
+		return n
+	}
+	if aliceEdges == 0 || edgesOf(bob.UserID) == 0 || linked(aliceItems) == 0 || linked(bobThread) == 0 {
+		t.Fatalf("alice has %d edges, bob %d: the chain graph shows nothing", aliceEdges, edgesOf(bob.UserID))
+	}
 	if _, err := (&ops.Deriver{St: f.db}).Derive(ctx, f.nt.TenantID, 2, admin); err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +96,8 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 		}
 	}
 	for _, e := range []*memory.Engine{f.eng, other} {
-		if a := f.snapshot(t, e); a.Count != 19 {
-			t.Fatalf("warm arena holds %d items, want 19", a.Count)
+		if a := f.snapshot(t, e); a.Count != 35 {
+			t.Fatalf("warm arena holds %d items, want 35", a.Count)
 		}
 	}
 	bobBefore := f.userState(t, bob.UserID)
@@ -95,7 +118,7 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id != alice.UserID || rep.Items != 12 || rep.Messages != 12 || rep.Conversations != 2 {
+	if id != alice.UserID || rep.Items != 20 || rep.Messages != 20 || rep.Conversations != 3 || rep.Edges != aliceEdges {
 		t.Fatalf("purge report %+v for user %d", rep, id)
 	}
 	for i, e := range []*memory.Engine{f.eng, other, f.engine()} {
@@ -105,8 +128,8 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 				t.Fatalf("engine %d still holds alice's item %d", i, it)
 			}
 		}
-		if a.Count != 7 {
-			t.Fatalf("engine %d holds %d items after the purge, want bob's 7", i, a.Count)
+		if a.Count != 15 {
+			t.Fatalf("engine %d holds %d items after the purge, want bob's 15", i, a.Count)
 		}
 	}
 	if s := f.userState(t, alice.UserID); strings.Trim(s, "-\n") != "" {
@@ -125,7 +148,12 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	if got := f.userState(t, bob.UserID); got != bobBefore {
 		t.Fatalf("bob's memory changed:\n%s\n---\n%s", bobBefore, got)
 	}
-	f.mustBeClean(t, other) // counts of both versions equal their recount
+	// The writer follows the purge: alice's links go, bob's stay.
+	f.catchUp(t, graph)
+	if linked(aliceItems) != 0 || linked(bobThread) == 0 {
+		t.Fatalf("after the purge the writer links %d of alice's items' neighbours, %d of bob's", linked(aliceItems), linked(bobThread))
+	}
+	f.mustBeClean(t, other) // counts of both versions equal their recount, the graph its rebuild
 	f.mustBeClean(t, f.eng)
 
 	var detail, target, actor string
@@ -133,7 +161,7 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 		WHERE tenant_id = $1 AND action = 'memory.purge'`, f.nt.TenantID).Scan(&detail, &target, &actor); err != nil {
 		t.Fatal(err)
 	}
-	if actor != "admin@example.com" || !strings.Contains(detail, `"items": 12`) || strings.Contains(detail, "garden") {
+	if actor != "admin@example.com" || !strings.Contains(detail, `"items": 20`) || strings.Contains(detail, "garden") {
 		t.Fatalf("audit entry %s %s %s", actor, target, detail)
 	}
 	if _, _, err := ops.PurgeByName(ctx, f.db, f.nt.TenantID, "nobody", admin); !errors.Is(err, store.ErrNotFound) {

@@ -20,6 +20,7 @@ type PurgeReport struct {
 	Messages      int64 `json:"messages"`
 	Conversations int64 `json:"conversations"`
 	Bindings      int64 `json:"bindings"`
+	Edges         int64 `json:"edges"` // the user's chain graph edges
 	Seq           int64 `json:"seq"`
 }
 
@@ -40,8 +41,16 @@ const (
 			WHERE r.tenant_id = $1 AND i.user_id = $2 GROUP BY r.dict_version)
 		UPDATE corpus_stats c SET items = c.items - gone.n, total_length = c.total_length - gone.len FROM gone
 		WHERE c.tenant_id = $1 AND c.dict_version = gone.dict_version`
-	purgeViewerSQL   = `DELETE FROM activations WHERE tenant_id = $1 AND viewer_id = $2`
-	purgeReheatSQL   = `DELETE FROM reheats WHERE tenant_id = $1 AND viewer_id = $2`
+	purgeViewerSQL = `DELETE FROM activations WHERE tenant_id = $1 AND viewer_id = $2`
+	purgeReheatSQL = `DELETE FROM reheats WHERE tenant_id = $1 AND viewer_id = $2`
+	// The user's chain edges go explicitly, not only by the items' cascade:
+	// the report counts them, and an edge of the user naming another
+	// owner's item (a chain.owner fault) goes too. The cascade still takes
+	// an edge a writer commits while the purge runs. Reply sources likewise
+	// go before the messages.
+	purgeEdgesSQL   = `DELETE FROM chain_edges WHERE tenant_id = $1 AND user_id = $2`
+	purgeSourcesSQL = `DELETE FROM reply_sources s USING messages m
+		WHERE s.tenant_id = $1 AND m.tenant_id = $1 AND m.id = s.message_id AND m.user_id = $2`
 	purgeItemsSQL    = `DELETE FROM items WHERE tenant_id = $1 AND user_id = $2`
 	purgeMessagesSQL = `DELETE FROM messages WHERE tenant_id = $1 AND user_id = $2`
 	purgeConvsSQL    = `DELETE FROM conversations WHERE tenant_id = $1 AND user_id = $2`
@@ -51,7 +60,8 @@ const (
 )
 
 // PurgeUser removes a memory user's whole memory in one transaction: items
-// (with their retrieval rows, activations and reheats), messages,
+// (with their retrieval rows, activations and reheats), their chain graph
+// edges and their replies' sources, messages,
 // conversations, the user's own activations of others' items, the
 // frequency counts they contributed, and the user's binding history (its
 // current name is bound again, as the user remains). A purge event in the tenant log makes
@@ -89,13 +99,16 @@ func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (
 			return err
 		}
 		rep.Bindings = n
-		counts := []*int64{&rep.Items, &rep.Messages, &rep.Conversations}
-		for i, q := range []string{purgeItemsSQL, purgeMessagesSQL, purgeConvsSQL} {
+		// Edges before the items, so the cascade takes none of them uncounted.
+		counts := []*int64{&rep.Edges, nil, &rep.Items, &rep.Messages, &rep.Conversations}
+		for i, q := range []string{purgeEdgesSQL, purgeSourcesSQL, purgeItemsSQL, purgeMessagesSQL, purgeConvsSQL} {
 			tag, err := tx.Exec(ctx, q, tenantID, userID)
 			if err != nil {
 				return fmt.Errorf("purge rows: %w", err)
 			}
-			*counts[i] = tag.RowsAffected()
+			if counts[i] != nil {
+				*counts[i] = tag.RowsAffected()
+			}
 		}
 		if _, err := tx.Exec(ctx, purgeLogSQL, tenantID, rep.Seq, userID); err != nil {
 			return fmt.Errorf("purge log: %w", err)
