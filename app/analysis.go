@@ -1,8 +1,6 @@
 package app
 
 import (
-	"os"
-	"strconv"
 	"context"
 	"fmt"
 	"log/slog"
@@ -39,9 +37,9 @@ func newServingEngine(ctx context.Context, cfg Config, db *store.DB, log *slog.L
 	if err != nil {
 		return nil, nil, err
 	}
-	w := chain.NewWriter(db, lex, tuneRules(), func(err error) { log.Warn("chain graph catch-up failed", "err", err) })
+	w := chain.NewWriter(db, lex, chain.Rules{}, func(err error) { log.Warn("chain graph catch-up failed", "err", err) })
 	eng, err := buildEngine(ctx, db, memory.Options{Ceiling: cfg.FrameCeiling, DeferReheat: true,
-		Errors: func(err error) { log.Warn("deferred reheat failed", "err", err) }, Chain: w, Context: tuneContext()})
+		Errors: func(err error) { log.Warn("deferred reheat failed", "err", err) }, Chain: w})
 	return eng, w, err
 }
 
@@ -82,17 +80,4 @@ func buildEngine(ctx context.Context, db *store.DB, opts memory.Options) (*memor
 		}
 	}
 	return eng, nil
-}
-
-// TUNING (temporary)
-func envInt(k string) int { v, _ := strconv.Atoi(os.Getenv(k)); return v }
-func envF(k string) float64 { v, _ := strconv.ParseFloat(os.Getenv(k), 64); return v }
-func tuneRules() chain.Rules {
-	return chain.Rules{MaxDF: envInt("T_MAXDF"), Links: envInt("T_LINKS"), MinWeight: envF("T_MINW"), Near: envInt("T_NEAR")}
-}
-func tuneContext() memory.Context {
-	if envInt("T_CHITS") == 0 && envInt("T_CPER") == 0 && envInt("T_CLAG") == 0 {
-		return memory.Context{}
-	}
-	return memory.Context{Hits: 40, Lag: 4, ChainHits: envInt("T_CHITS"), ChainPer: envInt("T_CPER"), ChainLag: envInt("T_CLAG")}
 }

@@ -45,7 +45,7 @@ func runIntegrity(ctx context.Context, e env, args []string) error {
 	}
 	// The chain graph is rebuilt under the rules serve's writer applies
 	// (the shipped lexicon: the checker's default).
-	ck := &ops.Checker{St: db, Arenas: eng, ChainRules: tuneRules()}
+	ck := &ops.Checker{St: db, Arenas: eng}
 	var bad, total int64
 	out := integrityJSON{Tenants: []tenantIntegrity{}}
 	for _, t := range ts {

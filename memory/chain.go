@@ -8,7 +8,7 @@ import (
 // ChainGraph is the chain graph as the engine uses it (memory/chain.Writer).
 type ChainGraph interface {
 	Kick(tenantID int64)
-	Around(tenantID int64, ids []int64, per int) map[int64][]chain.Link
+	Around(tenantID, userID int64, ids []int64, per int) map[int64][]chain.Link
 }
 
 // chained is one match's chain neighbours.
@@ -23,12 +23,12 @@ type chained struct {
 // agency") or a reply that answered from it. Like conversation
 // neighbours, they rank a few places below their match; relevance orders
 // them, heat stays out of it.
-func (e *Engine) chainOf(tenantID int64, hits []arena.Hit, n, per int) []chained {
+func (e *Engine) chainOf(tenantID, userID int64, hits []arena.Hit, n, per int) []chained {
 	if e.opt.Chain == nil || n <= 0 || len(hits) == 0 {
 		return nil
 	}
 	ids := hitIDs(hits[:min(n, len(hits))])
-	got := e.opt.Chain.Around(tenantID, ids, per)
+	got := e.opt.Chain.Around(tenantID, userID, ids, per)
 	if len(got) == 0 {
 		return nil
 	}

@@ -108,7 +108,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		budget = Budget(hits, e.opt.Floor, min(e.opt.AutoCeiling, ceiling))
 	}
 	nbs := neighborsOf(r.arena, hits, nbHits, around)
-	chs := e.chainOf(q.TenantID, hits, e.opt.Context.ChainHits, e.opt.Context.ChainPer)
+	chs := e.chainOf(q.TenantID, q.UserID, hits, e.opt.Context.ChainHits, e.opt.Context.ChainPer)
 	cands := e.candidates(q, hits, nbs, chs, in)
 	render := time.Now()
 	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), budget)

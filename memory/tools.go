@@ -233,7 +233,7 @@ func (e *Engine) toolChain(ctx context.Context, st *ToolState, item int64, direc
 	if ids == nil {
 		return fmt.Sprintf("error: no stored turn #%d", item), nil
 	}
-	links, err := e.store.ChainLinks(ctx, st.Who.TenantID, st.Who.UserID, item, 8*depth)
+	links, err := e.store.ChainLinks(ctx, st.Who.TenantID, st.Who.UserID, item, 2*depth)
 	if err != nil {
 		return "", err
 	}

@@ -21,6 +21,8 @@ CREATE TABLE chain_edges (
 );
 -- What continues an item, or answered from it.
 CREATE INDEX chain_edges_dst ON chain_edges (tenant_id, dst_id);
+-- A purge removes its user's edges while it holds the tenant's head.
+CREATE INDEX chain_edges_user ON chain_edges (tenant_id, user_id);
 
 -- How far the writer has read the tenant log: every item with seq <= seq
 -- has its edges written.

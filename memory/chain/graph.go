@@ -213,7 +213,15 @@ func (g *Graph) thread(o *owner, it store.ChainItem, terms []uint32, drewOn []Ed
 func (g *Graph) evidence(o *owner, it store.ChainItem, terms []uint32) []Edge {
 	src := slices.Clone(it.Sources)
 	slices.Sort(src)
-	shown := func(r ref) bool { _, ok := slices.BinarySearch(src, r.id); return ok }
+	// The reply's own question and the turns just before it were shown
+	// too, but they are what it answers, not memory it drew on.
+	shown := func(r ref) bool {
+		if r.conv == it.ConvID && o.n-r.n < int32(g.rules.Near) {
+			return false
+		}
+		_, ok := slices.BinarySearch(src, r.id)
+		return ok
+	}
 	return g.pick(it, Evidence, g.weights(o, terms, shown), g.rules.EvidenceLinks, g.rules.MinEvidence)
 }
 

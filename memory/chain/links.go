@@ -28,12 +28,21 @@ func (l *links) at(id, user int64) *node {
 	return n
 }
 
-// add1 adds one edge; the caller holds no lock (load builds a fresh links).
+// add1 adds one edge once; the caller holds the lock, or builds a fresh
+// links. An edge can come twice: a load that read edges another writer
+// stored past the watermark it replayed to derives them again.
 func (l *links) add1(e Edge) {
-	l.at(e.Src, e.UserID).out = append(l.at(e.Src, e.UserID).out,
-		Link{ID: e.Dst, Relation: e.Relation, Weight: e.Weight, Tokens: e.DstTokens})
-	l.at(e.Dst, e.UserID).out = append(l.at(e.Dst, e.UserID).out,
-		Link{ID: e.Src, Relation: e.Relation, Later: true, Weight: e.Weight, Tokens: e.SrcTokens})
+	l.at(e.Src, e.UserID).put(Link{ID: e.Dst, Relation: e.Relation, Weight: e.Weight, Tokens: e.DstTokens})
+	l.at(e.Dst, e.UserID).put(Link{ID: e.Src, Relation: e.Relation, Later: true, Weight: e.Weight, Tokens: e.SrcTokens})
+}
+
+func (n *node) put(k Link) {
+	for _, o := range n.out {
+		if o.ID == k.ID && o.Relation == k.Relation && o.Later == k.Later {
+			return
+		}
+	}
+	n.out = append(n.out, k)
 }
 
 func (l *links) add(es []Edge) {
@@ -62,13 +71,15 @@ func (l *links) removeUser(user int64) {
 	}
 }
 
-func (l *links) around(ids []int64, per int) map[int64][]Link {
+// around reads the neighbours of the user's items; an id of another owner
+// gets none, whatever the graph says.
+func (l *links) around(user int64, ids []int64, per int) map[int64][]Link {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	out := make(map[int64][]Link, len(ids))
 	for _, id := range ids {
 		n := l.by[id]
-		if n == nil || len(n.out) == 0 {
+		if n == nil || n.user != user || len(n.out) == 0 {
 			continue
 		}
 		ls := append([]Link(nil), n.out...)

@@ -79,16 +79,37 @@ func (w *Writer) Kick(tenantID int64) {
 	}
 }
 
-// retryAfter is how long a failed catch-up waits before it is tried again.
-const retryAfter = time.Second
+// A failed catch-up is tried again after retryAfter, doubling while it
+// keeps failing up to retryMax: a lasting fault must not become a replay of
+// the whole tenant every second.
+const (
+	retryAfter = time.Second
+	retryMax   = time.Minute
+)
+
+// pollEvery is how often the writer looks, for every tenant it holds, for
+// what no capture of this process kicked it for: other processes'
+// captures, purges, flips.
+const pollEvery = 3 * time.Second
 
 // Run catches kicked tenants up until ctx ends.
 func (w *Writer) Run(ctx context.Context) {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	backoff := map[int64]time.Duration{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.wake:
+		case <-tick.C:
+			w.mu.Lock()
+			for id := range w.tenants {
+				if _, waiting := backoff[id]; !waiting {
+					w.dirty[id] = true
+				}
+			}
+			w.mu.Unlock()
 		}
 		w.mu.Lock()
 		todo := make([]int64, 0, len(w.dirty))
@@ -98,15 +119,20 @@ func (w *Writer) Run(ctx context.Context) {
 		clear(w.dirty)
 		w.mu.Unlock()
 		for _, id := range todo {
-			if err := w.CatchUp(ctx, id); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				if w.errs != nil {
-					w.errs(err)
-				}
-				time.AfterFunc(retryAfter, func() { w.Kick(id) })
+			err := w.CatchUp(ctx, id)
+			if err == nil {
+				delete(backoff, id)
+				continue
 			}
+			if ctx.Err() != nil {
+				return
+			}
+			if w.errs != nil {
+				w.errs(err)
+			}
+			d := min(max(2*backoff[id], retryAfter), retryMax)
+			backoff[id] = d
+			time.AfterFunc(d, func() { w.Kick(id) })
 		}
 	}
 }
@@ -300,14 +326,14 @@ type Link struct {
 	Tokens int32
 }
 
-// Around returns, per item, its chain neighbours in memory, heaviest
-// first, at most per of them; nothing for a tenant not loaded yet.
-func (w *Writer) Around(tenantID int64, ids []int64, per int) map[int64][]Link {
+// Around returns, per item of the user, its chain neighbours in memory,
+// heaviest first, at most per of them; nothing for a tenant not loaded yet.
+func (w *Writer) Around(tenantID, userID int64, ids []int64, per int) map[int64][]Link {
 	w.mu.Lock()
 	t := w.tenants[tenantID]
 	w.mu.Unlock()
 	if t == nil {
 		return nil
 	}
-	return t.links.around(ids, per)
+	return t.links.around(userID, ids, per)
 }

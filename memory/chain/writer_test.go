@@ -221,8 +221,10 @@ func (p *spy) WriteChainEdges(ctx context.Context, tenantID, from, to int64, edg
 
 func (s *scene) links(w *chain.Writer, ids []int64) int {
 	n := 0
-	for _, ls := range w.Around(s.id, ids, 0) {
-		n += len(ls)
+	for _, user := range []int64{s.alice, s.bob} {
+		for _, ls := range w.Around(s.id, user, ids, 0) {
+			n += len(ls)
+		}
 	}
 	return n
 }
@@ -238,7 +240,7 @@ func TestWriterCatchUp(t *testing.T) {
 	s.talk(t, 30)
 	p := &spy{DB: s.db}
 	w := chain.NewWriter(p, fakeLex{}, rules, nil)
-	if got := w.Around(s.id, []int64{1}, 0); got != nil {
+	if got := w.Around(s.id, s.alice, []int64{1}, 0); got != nil {
 		t.Fatalf("links of a tenant never loaded: %v", got)
 	}
 	if err := w.CatchUp(ctx, s.id); err != nil {
@@ -253,7 +255,7 @@ func TestWriterCatchUp(t *testing.T) {
 		t.Fatalf("%d links in memory for %d stored edges", n, len(first))
 	}
 	e := first[0]
-	got := w.Around(s.id, []int64{e.Dst}, 0)[e.Dst]
+	got := w.Around(s.id, e.UserID, []int64{e.Dst}, 0)[e.Dst]
 	if !slices.ContainsFunc(got, func(l chain.Link) bool { return l.ID == e.Src && l.Later && l.Relation == e.Relation }) {
 		t.Fatalf("item %d's links %+v lack the later %d", e.Dst, got, e.Src)
 	}

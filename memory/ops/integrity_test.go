@@ -285,6 +285,14 @@ func newChainScene(t *testing.T, base *fixture) *chainScene {
 	a2 := f.who(t, "alice", "a2")
 	s.aliceItems = append(f.discuss(t, f.eng, s.alice, 0, 10), f.discuss(t, f.eng, a2, 10, 10)...)
 	s.bobItems = f.discuss(t, f.eng, s.bob, 0, 12)
+	// A reply in another conversation that drew on bob's first turns (a
+	// reply's own conversation is what it answers, not what it drew on).
+	c, err := f.eng.Capture(context.Background(), memory.Message{Who: f.who(t, "bob", "b2"), Role: "assistant", Position: 0,
+		Text: strings.Join(topics[0], " ") + " (again)", At: time.Date(2026, 1, 3, 3, 4, 0, 0, time.UTC), Sources: s.bobItems[:4]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.bobItems = append(s.bobItems, c.ItemIDs...)
 	f.catchUp(t, f.writer(t))
 	n := f.int64(t, `SELECT count(*) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2`, f.nt.TenantID, s.alice.UserID)
 	m := f.int64(t, `SELECT count(*) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2 AND relation = 'evidence'`, f.nt.TenantID, s.bob.UserID)

@@ -65,21 +65,21 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	aliceItems := append(f.say(t, f.eng, alice, 8, 0, 8), f.say(t, other, alice2, 9, 0, 4)...)
 	f.say(t, other, bob, 10, 0, 7)
 	aliceItems = append(aliceItems, f.discuss(t, f.eng, f.who(t, "alice", "a3"), 0, 8)...)
-	bobThread := f.discuss(t, other, bob, 7, 8)
+	bobThread := append(f.discuss(t, other, bob, 7, 8), f.discuss(t, other, f.who(t, "bob", "b2"), 0, 8)...)
 	graph := f.writer(t)
 	f.catchUp(t, graph)
 	edgesOf := func(user int64) int64 {
 		return f.int64(t, `SELECT count(*) FROM chain_edges WHERE tenant_id = $1 AND user_id = $2`, f.nt.TenantID, user)
 	}
 	aliceEdges := edgesOf(alice.UserID)
-	linked := func(ids []int64) int {
+	linked := func(user int64, ids []int64) int {
 		n := 0
-		for _, ls := range graph.Around(f.nt.TenantID, ids, 0) {
+		for _, ls := range graph.Around(f.nt.TenantID, user, ids, 0) {
 			n += len(ls)
 		}
 		return n
 	}
-	if aliceEdges == 0 || edgesOf(bob.UserID) == 0 || linked(aliceItems) == 0 || linked(bobThread) == 0 {
+	if aliceEdges == 0 || edgesOf(bob.UserID) == 0 || linked(alice.UserID, aliceItems) == 0 || linked(bob.UserID, bobThread) == 0 {
 		t.Fatalf("alice has %d edges, bob %d: the chain graph shows nothing", aliceEdges, edgesOf(bob.UserID))
 	}
 	if _, err := (&ops.Deriver{St: f.db}).Derive(ctx, f.nt.TenantID, 2, admin); err != nil {
@@ -96,8 +96,8 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 		}
 	}
 	for _, e := range []*memory.Engine{f.eng, other} {
-		if a := f.snapshot(t, e); a.Count != 35 {
-			t.Fatalf("warm arena holds %d items, want 35", a.Count)
+		if a := f.snapshot(t, e); a.Count != 43 {
+			t.Fatalf("warm arena holds %d items, want 43", a.Count)
 		}
 	}
 	bobBefore := f.userState(t, bob.UserID)
@@ -128,8 +128,8 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 				t.Fatalf("engine %d still holds alice's item %d", i, it)
 			}
 		}
-		if a.Count != 15 {
-			t.Fatalf("engine %d holds %d items after the purge, want bob's 15", i, a.Count)
+		if a.Count != 23 {
+			t.Fatalf("engine %d holds %d items after the purge, want bob's 23", i, a.Count)
 		}
 	}
 	if s := f.userState(t, alice.UserID); strings.Trim(s, "-\n") != "" {
@@ -150,8 +150,8 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	}
 	// The writer follows the purge: alice's links go, bob's stay.
 	f.catchUp(t, graph)
-	if linked(aliceItems) != 0 || linked(bobThread) == 0 {
-		t.Fatalf("after the purge the writer links %d of alice's items' neighbours, %d of bob's", linked(aliceItems), linked(bobThread))
+	if linked(alice.UserID, aliceItems) != 0 || linked(bob.UserID, bobThread) == 0 {
+		t.Fatalf("after the purge the writer links %d of alice's items' neighbours, %d of bob's", linked(alice.UserID, aliceItems), linked(bob.UserID, bobThread))
 	}
 	f.mustBeClean(t, other) // counts of both versions equal their recount, the graph its rebuild
 	f.mustBeClean(t, f.eng)

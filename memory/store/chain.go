@@ -87,12 +87,16 @@ const (
 		JOIN items s ON s.tenant_id = e.tenant_id AND s.id = e.src_id
 		JOIN items d ON d.tenant_id = e.tenant_id AND d.id = e.dst_id
 		WHERE e.tenant_id = $1 ORDER BY e.src_id, e.relation, e.dst_id`
-	chainLinksSQL = `(SELECT dst_id, relation, false, weight FROM chain_edges
-			WHERE tenant_id = $1 AND src_id = $2 AND user_id = $3)
-		UNION ALL
-		(SELECT src_id, relation, true, weight FROM chain_edges
-			WHERE tenant_id = $1 AND dst_id = $2 AND user_id = $3)
-		ORDER BY 4 DESC, 1 DESC LIMIT $4`
+	// Each relation and direction gets its own limit, so heavy threads
+	// never hide what a reply drew on.
+	chainLinksSQL = `SELECT id, relation, later, weight FROM (
+			SELECT l.*, row_number() OVER (PARTITION BY l.relation, l.later ORDER BY l.weight DESC, l.id DESC) AS k
+			FROM ((SELECT dst_id AS id, relation, false AS later, weight FROM chain_edges
+					WHERE tenant_id = $1 AND src_id = $2 AND user_id = $3)
+				UNION ALL
+				(SELECT src_id, relation, true, weight FROM chain_edges
+					WHERE tenant_id = $1 AND dst_id = $2 AND user_id = $3)) l) r
+		WHERE k <= $4 ORDER BY weight DESC, id DESC`
 	insertReplySourcesSQL = `INSERT INTO reply_sources (tenant_id, message_id, item_ids)
 		SELECT $1, $2, ARRAY(SELECT DISTINCT x FROM unnest($3::bigint[]) AS x
 			WHERE EXISTS (SELECT 1 FROM items i WHERE i.tenant_id = $1 AND i.id = x AND i.user_id = $4) ORDER BY x)`
@@ -209,7 +213,7 @@ type ChainLink struct {
 }
 
 // ChainLinks reads the chain neighbours of one of the user's items,
-// heaviest first, at most limit.
+// heaviest first, at most limit of each relation and direction.
 func (db *DB) ChainLinks(ctx context.Context, tenantID, userID, itemID int64, limit int) ([]ChainLink, error) {
 	var out []ChainLink
 	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {

@@ -78,6 +78,17 @@ func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (
 		if err := tx.QueryRow(ctx, bumpHeadSQL, tenantID).Scan(&rep.Seq); err != nil {
 			return fmt.Errorf("bump tenant head: %w", err)
 		}
+		// The chain writer's transaction holds this row while its edges'
+		// foreign keys lock items: taking it first orders the purge after
+		// (or before) a whole write, never interleaved with one, which
+		// could deadlock on the user's items.
+		if _, err := tx.Exec(ctx, chainEnsureHeadSQL, tenantID); err != nil {
+			return fmt.Errorf("lock chain head: %w", err)
+		}
+		var chainSeq int64
+		if err := tx.QueryRow(ctx, chainLockHeadSQL, tenantID).Scan(&chainSeq); err != nil {
+			return fmt.Errorf("lock chain head: %w", err)
+		}
 		for _, q := range []string{purgeTermStatsSQL, purgeZeroStatsSQL, purgeCorpusSQL} {
 			args := []any{tenantID, userID}
 			if q == purgeZeroStatsSQL {
