@@ -156,6 +156,9 @@ func (g *Graph) Add(it store.ChainItem) []Edge {
 	return out
 }
 
+// maxRare bounds the rare words one item is linked by.
+const maxRare = 256
+
 type scored struct {
 	ref
 	w float64
@@ -164,12 +167,26 @@ type scored struct {
 // weights sums, per earlier item, the weights of the rare words it shares
 // with terms; keep decides which earlier items count.
 func (g *Graph) weights(o *owner, terms []uint32, keep func(ref) bool) []scored {
-	acc := map[int64]*scored{}
+	rare := make([]uint32, 0, len(terms))
 	for _, t := range terms {
-		d := o.df[t]
-		if d == 0 || int(d) > g.rules.MaxDF {
-			continue
+		if d := o.df[t]; d > 0 && int(d) <= g.rules.MaxDF {
+			rare = append(rare, t)
 		}
+	}
+	if len(rare) > maxRare {
+		// A huge turn (a pasted file, a 20k-word question) links by its
+		// rarest words only: the writer's cost per item stays bounded.
+		sort.Slice(rare, func(i, j int) bool {
+			if di, dj := o.df[rare[i]], o.df[rare[j]]; di != dj {
+				return di < dj
+			}
+			return rare[i] < rare[j]
+		})
+		rare = rare[:maxRare]
+	}
+	acc := map[int64]*scored{}
+	for _, t := range rare {
+		d := o.df[t]
 		w := math.Log1p(float64(o.n) / float64(d))
 		for _, r := range o.post[t] {
 			if !keep(r) {

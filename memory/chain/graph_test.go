@@ -307,3 +307,37 @@ func TestGraphShippedLexicon(t *testing.T) {
 		t.Fatalf("weight %v: agencies and agency are not one word", w)
 	}
 }
+
+// TestGraphHugeItem: a turn with more rare words than an item is linked by
+// (a pasted file) still links, by its rarest words, and its weight counts
+// only those.
+func TestGraphHugeItem(t *testing.T) {
+	t.Parallel()
+	words := make([]string, 600)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%03d", i)
+	}
+	// Item 2 makes the second half of the words commoner (df 2) than the
+	// first half (df 1) by the time item 3 comes.
+	steps := []step{it(1, 1, 10, strings.Join(words, " ")), it(2, 1, 11, strings.Join(words[300:], " ")),
+		it(3, 1, 12, strings.Join(words, " "))}
+	es := run(fakeLex{}, chain.Rules{MaxDF: 8, MinWeight: 1, Links: 5}, steps)
+	var to1 *chain.Edge
+	for i := range es {
+		if es[i].Src == 3 && es[i].Dst == 1 {
+			to1 = &es[i]
+		}
+	}
+	if to1 == nil {
+		t.Fatalf("the huge turn links nothing: %v", keys(es))
+	}
+	// 256 words of df 1 among 2 earlier items: ln(1 + 2/1) each.
+	if want := float32(256 * math.Log1p(2)); math.Abs(float64(to1.Weight-want)) > 1e-3 {
+		t.Fatalf("weight %v, want %v (the 256 rarest words)", to1.Weight, want)
+	}
+	for _, e := range es {
+		if e.Src == 3 && e.Dst == 2 {
+			t.Fatalf("linked to item 2 by words commoner than 256 rarer ones: %v", keys(es))
+		}
+	}
+}
