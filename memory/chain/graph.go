@@ -167,51 +167,44 @@ type scored struct {
 // weights sums, per earlier item, the weights of the rare words it shares
 // with terms; keep decides which earlier items count.
 func (g *Graph) weights(o *owner, terms []uint32, keep func(ref) bool) []scored {
-	rare := make([]uint32, 0, len(terms))
+	type rareTerm struct {
+		t  uint32
+		df int32
+	}
+	rare := make([]rareTerm, 0, len(terms))
 	for _, t := range terms {
 		if d := o.df[t]; d > 0 && int(d) <= g.rules.MaxDF {
-			rare = append(rare, t)
+			rare = append(rare, rareTerm{t, d})
 		}
 	}
 	if len(rare) > maxRare {
 		// A huge turn (a pasted file, a 20k-word question) links by its
 		// rarest words only: the writer's cost per item stays bounded.
 		sort.Slice(rare, func(i, j int) bool {
-			if di, dj := o.df[rare[i]], o.df[rare[j]]; di != dj {
-				return di < dj
+			if rare[i].df != rare[j].df {
+				return rare[i].df < rare[j].df
 			}
-			return rare[i] < rare[j]
+			return rare[i].t < rare[j].t
 		})
 		rare = rare[:maxRare]
 	}
-	acc := map[int64]*scored{}
-	for _, t := range rare {
-		d := o.df[t]
-		w := math.Log1p(float64(o.n) / float64(d))
-		for _, r := range o.post[t] {
+	idx := make(map[int64]int, 4*len(rare))
+	var out []scored
+	for _, rt := range rare {
+		w := math.Log1p(float64(o.n) / float64(rt.df))
+		for _, r := range o.post[rt.t] {
 			if !keep(r) {
 				continue
 			}
-			s := acc[r.id]
-			if s == nil {
-				s = &scored{ref: r}
-				acc[r.id] = s
+			i, ok := idx[r.id]
+			if !ok {
+				i = len(out)
+				idx[r.id] = i
+				out = append(out, scored{ref: r})
 			}
-			s.w += w
+			out[i].w += w
 		}
 	}
-	out := make([]scored, 0, len(acc))
-	for _, s := range acc {
-		out = append(out, *s)
-	}
-	// Heaviest first; of equal weight the nearer in time, so the order
-	// never depends on the map's.
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].w != out[j].w {
-			return out[i].w > out[j].w
-		}
-		return out[i].id > out[j].id
-	})
 	return out
 }
 
@@ -242,12 +235,30 @@ func (g *Graph) evidence(o *owner, it store.ChainItem, terms []uint32) []Edge {
 	return g.pick(it, Evidence, g.weights(o, terms, shown), g.rules.EvidenceLinks, g.rules.MinEvidence)
 }
 
+// pick keeps the limit heaviest of ws at min or above; of equal weight the
+// nearer in time, so the choice never depends on the order of ws. A few
+// links of thousands of candidates are selected, not sorted.
 func (g *Graph) pick(it store.ChainItem, rel string, ws []scored, limit int, min float64) []Edge {
-	var out []Edge
+	best := make([]scored, 0, limit+1)
 	for _, s := range ws {
-		if len(out) == limit || s.w < min {
-			break
+		if s.w < min {
+			continue
 		}
+		i := sort.Search(len(best), func(i int) bool {
+			return s.w > best[i].w || (s.w == best[i].w && s.id > best[i].id)
+		})
+		if i == limit {
+			continue
+		}
+		best = append(best, scored{})
+		copy(best[i+1:], best[i:])
+		best[i] = s
+		if len(best) > limit {
+			best = best[:limit]
+		}
+	}
+	out := make([]Edge, 0, len(best))
+	for _, s := range best {
 		out = append(out, Edge{ChainEdge: store.ChainEdge{Src: it.ID, Dst: s.id, Relation: rel, UserID: it.UserID,
 			Weight: float32(s.w)}, SrcTokens: it.TokenCount, DstTokens: s.tokens})
 	}

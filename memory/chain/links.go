@@ -36,13 +36,36 @@ func (l *links) add1(e Edge) {
 	l.at(e.Dst, e.UserID).put(Link{ID: e.Src, Relation: e.Relation, Later: true, Weight: e.Weight, Tokens: e.SrcTokens})
 }
 
+// maxLinks is how many neighbours an item keeps in memory, its heaviest:
+// a frame reads a few of them (Context.ChainPer), and an item many later
+// turns continue must not cost every frame that finds it a sort of
+// thousands (the store keeps them all).
+const maxLinks = 16
+
+// put keeps n.out sorted, heaviest first (of equal weight the newer),
+// without duplicates, and at most maxLinks long.
 func (n *node) put(k Link) {
 	for _, o := range n.out {
 		if o.ID == k.ID && o.Relation == k.Relation && o.Later == k.Later {
 			return
 		}
 	}
-	n.out = append(n.out, k)
+	i := sort.Search(len(n.out), func(i int) bool { return heavier(k, n.out[i]) })
+	if i >= maxLinks {
+		return
+	}
+	if len(n.out) < maxLinks {
+		n.out = append(n.out, Link{})
+	}
+	copy(n.out[i+1:], n.out[i:])
+	n.out[i] = k
+}
+
+func heavier(a, b Link) bool {
+	if a.Weight != b.Weight {
+		return a.Weight > b.Weight
+	}
+	return a.ID > b.ID
 }
 
 func (l *links) add(es []Edge) {
@@ -82,17 +105,11 @@ func (l *links) around(user int64, ids []int64, per int) map[int64][]Link {
 		if n == nil || n.user != user || len(n.out) == 0 {
 			continue
 		}
-		ls := append([]Link(nil), n.out...)
-		sort.Slice(ls, func(i, j int) bool {
-			if ls[i].Weight != ls[j].Weight {
-				return ls[i].Weight > ls[j].Weight
-			}
-			return ls[i].ID > ls[j].ID
-		})
+		ls := n.out
 		if per > 0 && len(ls) > per {
 			ls = ls[:per]
 		}
-		out[id] = ls
+		out[id] = append([]Link(nil), ls...)
 	}
 	return out
 }
