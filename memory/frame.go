@@ -260,35 +260,30 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs
 			c.mandatory = true
 		}
 	}
+	// A match's conversation and chain neighbours come in r places below
+	// it, unless they rank better already.
+	bring := func(id int64, r int) {
+		c := get(id)
+		if p := RankPeak(r); p > c.heat {
+			c.heat = p
+			if c.rank < 0 || c.rank > r {
+				c.rank = r
+			}
+		}
+	}
 	for _, nb := range nbs {
 		r := rankOf[nb.id] + e.opt.Context.Lag
-		around := []int64{nb.next.ID}
-		if e.opt.Context.Prev {
-			around = append(around, nb.prev.ID)
+		if nb.next.ID != 0 {
+			bring(nb.next.ID, r)
 		}
-		for _, id := range around {
-			if id == 0 {
-				continue
-			}
-			c := get(id)
-			if p := RankPeak(r); p > c.heat {
-				c.heat = p
-				if c.rank < 0 || c.rank > r {
-					c.rank = r
-				}
-			}
+		if e.opt.Context.Prev && nb.prev.ID != 0 {
+			bring(nb.prev.ID, r)
 		}
 	}
 	for _, ch := range chs {
 		r := rankOf[ch.id] + e.opt.Context.ChainLag
 		for _, l := range ch.links {
-			c := get(l.ID)
-			if p := RankPeak(r); p > c.heat {
-				c.heat = p
-				if c.rank < 0 || c.rank > r {
-					c.rank = r
-				}
-			}
+			bring(l.ID, r)
 		}
 	}
 	// A turn of a date the question names ranks with the good matches even

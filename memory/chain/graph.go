@@ -114,11 +114,9 @@ func NewGraph(lex Lexicon, rules Rules) *Graph {
 	return &Graph{rules: rules.withDefaults(), lex: lex, owners: map[int64]*owner{}}
 }
 
-// Edge is a derived edge with both ends' token counts.
-type Edge struct {
-	store.ChainEdge
-	SrcTokens, DstTokens int32
-}
+// Edge is a derived edge with both ends' token counts: the shape the
+// store reads edges back in.
+type Edge = store.ChainEdgeSized
 
 // Purge forgets an owner: what they store after a purge starts afresh.
 func (g *Graph) Purge(user int64) { delete(g.owners, user) }
@@ -136,10 +134,11 @@ func (g *Graph) Add(it store.ChainItem) []Edge {
 	if o.n > 0 && len(terms) > 0 {
 		// A reply's link to what it drew on says more than a thread does:
 		// an item it drew on is not also a thread of it.
+		ws := g.weights(o, terms)
 		if len(it.Sources) > 0 {
-			out = g.evidence(o, it, terms)
+			out = g.evidence(o, it, ws)
 		}
-		out = append(out, g.thread(o, it, terms, out)...)
+		out = append(out, g.thread(o, it, ws, out)...)
 	}
 	me := ref{id: it.ID, conv: it.ConvID, n: o.n, tokens: it.TokenCount}
 	for _, t := range terms {
@@ -165,8 +164,8 @@ type scored struct {
 }
 
 // weights sums, per earlier item, the weights of the rare words it shares
-// with terms; keep decides which earlier items count.
-func (g *Graph) weights(o *owner, terms []uint32, keep func(ref) bool) []scored {
+// with terms.
+func (g *Graph) weights(o *owner, terms []uint32) []scored {
 	type rareTerm struct {
 		t  uint32
 		df int32
@@ -193,9 +192,6 @@ func (g *Graph) weights(o *owner, terms []uint32, keep func(ref) bool) []scored 
 	for _, rt := range rare {
 		w := math.Log1p(float64(o.n) / float64(rt.df))
 		for _, r := range o.post[rt.t] {
-			if !keep(r) {
-				continue
-			}
 			i, ok := idx[r.id]
 			if !ok {
 				i = len(out)
@@ -208,7 +204,7 @@ func (g *Graph) weights(o *owner, terms []uint32, keep func(ref) bool) []scored 
 	return out
 }
 
-func (g *Graph) thread(o *owner, it store.ChainItem, terms []uint32, drewOn []Edge) []Edge {
+func (g *Graph) thread(o *owner, it store.ChainItem, ws []scored, drewOn []Edge) []Edge {
 	far := func(r ref) bool {
 		for _, e := range drewOn {
 			if e.Dst == r.id {
@@ -217,10 +213,10 @@ func (g *Graph) thread(o *owner, it store.ChainItem, terms []uint32, drewOn []Ed
 		}
 		return r.conv != it.ConvID || o.n-r.n >= int32(g.rules.Near)
 	}
-	return g.pick(it, Thread, g.weights(o, terms, far), g.rules.Links, g.rules.MinWeight)
+	return g.pick(it, Thread, ws, far, g.rules.Links, g.rules.MinWeight)
 }
 
-func (g *Graph) evidence(o *owner, it store.ChainItem, terms []uint32) []Edge {
+func (g *Graph) evidence(o *owner, it store.ChainItem, ws []scored) []Edge {
 	src := slices.Clone(it.Sources)
 	slices.Sort(src)
 	// The reply's own question and the turns just before it were shown
@@ -232,16 +228,16 @@ func (g *Graph) evidence(o *owner, it store.ChainItem, terms []uint32) []Edge {
 		_, ok := slices.BinarySearch(src, r.id)
 		return ok
 	}
-	return g.pick(it, Evidence, g.weights(o, terms, shown), g.rules.EvidenceLinks, g.rules.MinEvidence)
+	return g.pick(it, Evidence, ws, shown, g.rules.EvidenceLinks, g.rules.MinEvidence)
 }
 
-// pick keeps the limit heaviest of ws at min or above; of equal weight the
+// pick keeps the limit heaviest of the ws keep accepts at min or above; of equal weight the
 // nearer in time, so the choice never depends on the order of ws. A few
 // links of thousands of candidates are selected, not sorted.
-func (g *Graph) pick(it store.ChainItem, rel string, ws []scored, limit int, min float64) []Edge {
+func (g *Graph) pick(it store.ChainItem, rel string, ws []scored, keep func(ref) bool, limit int, min float64) []Edge {
 	best := make([]scored, 0, limit+1)
 	for _, s := range ws {
-		if s.w < min {
+		if s.w < min || !keep(s.ref) {
 			continue
 		}
 		i := sort.Search(len(best), func(i int) bool {

@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
+// BatchReader reads the tenant log in batches: all a rebuild needs.
+type BatchReader interface {
+	ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (store.ChainBatch, error)
+}
+
 // Store is what the writer reads and writes.
 type Store interface {
+	BatchReader
 	ChainHead(ctx context.Context, tenantID int64) (int64, error)
-	ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (store.ChainBatch, error)
 	WriteChainEdges(ctx context.Context, tenantID, from, to int64, edges []store.ChainEdge) error
 	ChainEdges(ctx context.Context, tenantID int64) ([]store.ChainEdgeSized, error)
 }
@@ -251,7 +257,7 @@ func (w *Writer) load(ctx context.Context, tenantID int64, t *tenant) error {
 	}
 	l := newLinks()
 	for _, e := range stored {
-		l.add1(Edge{ChainEdge: e.ChainEdge, SrcTokens: e.SrcTokens, DstTokens: e.DstTokens})
+		l.add1(e)
 	}
 	t.links.replace(l)
 	t.graph, t.seen, t.loaded = g, mark, true
@@ -271,13 +277,7 @@ func apply(g *Graph, cb store.ChainBatch) (edges []Edge, purged []int64) {
 			g.Purge(*p.UserID)
 			purged = append(purged, *p.UserID)
 			// Edges of this batch among the purged user's items are gone too.
-			kept := edges[:0]
-			for _, e := range edges {
-				if e.UserID != *p.UserID {
-					kept = append(kept, e)
-				}
-			}
-			edges = kept
+			edges = withoutUser(edges, *p.UserID)
 		}
 	}
 	for _, it := range items {
@@ -286,9 +286,13 @@ func apply(g *Graph, cb store.ChainBatch) (edges []Edge, purged []int64) {
 	return edges, purged
 }
 
+func withoutUser(es []Edge, user int64) []Edge {
+	return slices.DeleteFunc(es, func(e Edge) bool { return e.UserID == user })
+}
+
 // Rebuild derives every edge of the tenant from scratch, without writing,
 // up to the log position upto: what integrity compares the stored edges with.
-func Rebuild(ctx context.Context, st Store, lex Lexicon, rules Rules, tenantID, upto int64) ([]Edge, error) {
+func Rebuild(ctx context.Context, st BatchReader, lex Lexicon, rules Rules, tenantID, upto int64) ([]Edge, error) {
 	g := NewGraph(lex, rules)
 	var all []Edge
 	for at := int64(0); at < upto; {
@@ -301,13 +305,7 @@ func Rebuild(ctx context.Context, st Store, lex Lexicon, rules Rules, tenantID, 
 		}
 		edges, purged := apply(g, cb)
 		for _, u := range purged {
-			kept := all[:0]
-			for _, e := range all {
-				if e.UserID != u {
-					kept = append(kept, e)
-				}
-			}
-			all = kept
+			all = withoutUser(all, u)
 		}
 		all = append(all, edges...)
 		at = cb.Upto

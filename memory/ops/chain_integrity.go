@@ -3,7 +3,6 @@ package ops
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -46,20 +45,10 @@ func (c *Checker) chainLexicon() (chain.Lexicon, error) {
 	return c.lex, nil
 }
 
-// snapshotChain is the check's snapshot as the rebuild's store: it only
-// reads.
+// snapshotChain is the check's snapshot as the rebuild's batch reader.
 type snapshotChain struct {
 	r        *store.IntegrityReader
 	tenantID int64
-}
-
-var errReadOnly = errors.New("the integrity check's snapshot writes no edge")
-
-func (s snapshotChain) ChainHead(ctx context.Context, tenantID int64) (int64, error) {
-	if tenantID != s.tenantID {
-		return 0, fmt.Errorf("integrity snapshot of tenant %d asked for tenant %d", s.tenantID, tenantID)
-	}
-	return s.r.ChainHead(ctx)
 }
 
 func (s snapshotChain) ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (store.ChainBatch, error) {
@@ -67,14 +56,6 @@ func (s snapshotChain) ReadChainBatch(ctx context.Context, tenantID, after, upto
 		return store.ChainBatch{}, fmt.Errorf("integrity snapshot of tenant %d asked for tenant %d", s.tenantID, tenantID)
 	}
 	return s.r.ReadChainBatch(ctx, after, upto)
-}
-
-func (snapshotChain) WriteChainEdges(context.Context, int64, int64, int64, []store.ChainEdge) error {
-	return errReadOnly
-}
-
-func (snapshotChain) ChainEdges(context.Context, int64) ([]store.ChainEdgeSized, error) {
-	return nil, errReadOnly
 }
 
 // edgeKey is an edge's identity (the table's key within a tenant).
