@@ -47,7 +47,7 @@ bench:
 	@DATABASE_URL="$$($(GO) run ./cmd/perpetuity devdb)" || exit 1; \
 	export DATABASE_URL; \
 	locomo=../shared/bench/locomo-dev.json; [ -f "$$locomo" ] || locomo=; \
-	$(GO) run ./cmd/perpetuity bench all --locomo "$$locomo" --out BENCHMARKS.md
+	$(GO) run ./cmd/perpetuity-bench bench all --locomo "$$locomo" --out BENCHMARKS.md
 
 # reliability runs issue 9's suite in its full form (tens of minutes) and
 # writes RELIABILITY.md; `make test` runs the same tests with small N.

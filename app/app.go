@@ -15,9 +15,9 @@ import (
 )
 
 // UsageError marks a command-line mistake (exit status 2).
-type UsageError struct{ msg string }
+type UsageError struct{ Msg string }
 
-func (e UsageError) Error() string { return e.msg }
+func (e UsageError) Error() string { return e.Msg }
 
 // ExitCode maps an error from Run to a process exit status.
 func ExitCode(err error) int {
@@ -47,10 +47,8 @@ func commands() map[string]command {
 		"dev":       {"find or start PostgreSQL, create a demo tenant once, and serve (make run)", runDev},
 		"migrate":   {"apply (up) or revert (down [N]) schema migrations", runMigrate},
 		"tenant":    {"manage tenants: tenant create [--scope user|tenant] [--dict V] NAME | tenant limits ID [--rpm N] [--tpm N] [--tpd N] [--reset]", runTenant},
-		"bench":     {"performance suite: bench [all|proxy|pipeline|capture|scan|coldstart|throughput|recall] [--out FILE]; BENCH_QUICK=1 for a quick run", runBench},
 		"admin":     {"admin create EMAIL: create a platform admin (password on standard input)", runAdmin},
 		"devdb":     {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},
-		"eval":      {"recall benchmark: eval locomo [--json] [--dict V] [--pool N] [--samples N] [--questions N] FILE", runEval},
 		"import":    {"import conversation history: import --tenant ID [--user NAME] [--format jsonl|chatgpt] FILE", runImport},
 		"export":    {"write a memory user's memory as JSONL: export --tenant ID --user NAME [--out FILE]", runExport},
 		"dict":      {"dictionary rollouts: dict upload FILE | status | derive V | flip V | retire V", runDict},
@@ -79,16 +77,19 @@ func run(ctx context.Context, e env, args []string) error {
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
+		if to, moved := movedCommands()[args[0]]; moved {
+			return UsageError{fmt.Sprintf("perpetuity %s moved to a command of its own, so the server links no benchmark, eval corpus or fake provider\nusage: go run %s %s   (-h lists the flags)", args[0], benchCommand, to)}
+		}
 		usage(e.stderr, cmds)
 		return UsageError{fmt.Sprintf("unknown command %q", args[0])}
 	}
 	err := c.run(ctx, e, args[1:])
-	if errors.As(err, new(helpShown)) {
+	if errors.As(err, new(HelpShown)) {
 		return nil
 	}
-	// Commands that read a subcommand before any flag (dict, eval, tenant,
-	// admin) take a leading --help for a wrong subcommand, before doing
-	// anything: their help is the summary.
+	// Commands that read a subcommand before any flag (dict, tenant, admin)
+	// take a leading --help for a wrong subcommand, before doing anything:
+	// their help is the summary.
 	if len(args) > 1 && isHelp(args[1]) && errors.As(err, new(UsageError)) {
 		fmt.Fprintf(e.stdout, "Usage: perpetuity %s\n\n%s\n\nRun 'perpetuity %s SUBCOMMAND -h' for a subcommand's flags.\n", args[0], c.summary, args[0])
 		return nil
@@ -96,11 +97,24 @@ func run(ctx context.Context, e env, args []string) error {
 	return err
 }
 
-// helpShown is returned by parseFlags once a command's help is printed: the
+// HelpShown is returned by parseFlags once a command's help is printed: the
 // command stops, and the program exits 0.
-type helpShown struct{}
+type HelpShown struct{}
 
-func (helpShown) Error() string { return "help shown" }
+func (HelpShown) Error() string { return "help shown" }
+
+// benchCommand is where the benchmarks and the LoCoMo eval live: a binary
+// of their own, since they link a fake provider and an eval corpus reader.
+const benchCommand = "./cmd/perpetuity-bench"
+
+// movedCommands are the commands that left this binary, each with how it
+// is run now (its flags are benchCommand's to list).
+func movedCommands() map[string]string {
+	return map[string]string{
+		"eval":  "eval locomo [flags] FILE",
+		"bench": "bench [all|proxy|pipeline|capture|scan|coldstart|throughput|recall] [flags]",
+	}
+}
 
 func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "--h"
@@ -121,15 +135,23 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-32s %s (default %q)\n", v.name, v.doc, v.def)
 	}
 	fmt.Fprintln(w, "\nRun 'perpetuity COMMAND -h' for a command's flags.")
+	fmt.Fprintf(w, "The benchmarks and the LoCoMo eval are a command of their own: go run %s bench | eval\n", benchCommand)
 }
 
 // newFlags makes a flag set whose errors come back as UsageError. Mistakes
 // and their usage go to stderr; asked-for help goes to stdout.
 func newFlags(e env, name, synopsis string) *flag.FlagSet {
+	return NewFlags("perpetuity", name, synopsis, e.stdout, e.stderr)
+}
+
+// NewFlags is newFlags for a program named prog in its usage line, for
+// the commands that live outside this binary (cmd/perpetuity-bench) yet
+// parse as these do.
+func NewFlags(prog, name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(flagOutput{stderr: e.stderr, stdout: e.stdout})
+	fs.SetOutput(flagOutput{stderr: stderr, stdout: stdout})
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: perpetuity %s\n", synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: %s %s\n", prog, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -146,7 +168,7 @@ func (o flagOutput) Write(p []byte) (int, error) { return o.stderr.Write(p) }
 // --json FILE"; the flag package alone stops at the first positional), and
 // leaves the positional arguments in fs.Args(). Everything after the first
 // "--" is positional. A help flag anywhere before "--" prints the usage to
-// stdout and returns helpShown, so the command does nothing else.
+// stdout and returns HelpShown, so the command does nothing else.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	head, tail := args, []string(nil)
 	if i := slices.Index(args, "--"); i >= 0 {
@@ -159,7 +181,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 				defer fs.SetOutput(o)
 			}
 			fs.Usage()
-			return helpShown{}
+			return HelpShown{}
 		}
 	}
 	var pos []string
@@ -177,6 +199,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	// them where fs.Args() finds them.
 	return fs.Parse(append(append([]string{"--"}, pos...), tail...))
 }
+
+// ParseFlags is parseFlags for the commands outside this binary.
+func ParseFlags(fs *flag.FlagSet, args []string) error { return parseFlags(fs, args) }
 
 func databaseURL(ctx context.Context, e env) (string, error) {
 	if u := e.getenv("DATABASE_URL"); u != "" {

@@ -19,6 +19,10 @@ import (
 // stop before it.
 var unreachableDB = map[string]string{"DATABASE_URL": "postgres://perpetuity@127.0.0.1:1/none?connect_timeout=1"}
 
+func testEnv(vars map[string]string, stdout, stderr *bytes.Buffer) env {
+	return env{getenv: func(k string) string { return vars[k] }, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}
+}
+
 func runCLI(args ...string) (stdout, stderr string, err error) {
 	var out, errOut bytes.Buffer
 	err = run(context.Background(), testEnv(unreachableDB, &out, &errOut), args)
@@ -43,7 +47,6 @@ func TestEveryCommandHelp(t *testing.T) {
 		[]string{"tenant", "create", "--help"}, []string{"tenant", "limits", "--help"},
 		[]string{"admin", "create", "--help"}, []string{"admin", "create", "someone@example.com", "-h"},
 		[]string{"migrate", "up", "--help"}, []string{"migrate", "down", "2", "-h"},
-		[]string{"eval", "locomo", "--help"}, []string{"bench", "scan", "--help"},
 		[]string{"import", "--tenant", "1", "file.jsonl", "--help"}, []string{"export", "-h"},
 		[]string{"dict", "upload", "--help"}, []string{"dict", "status", "--help"}, []string{"dict", "derive", "2", "--help"},
 		[]string{"dict", "flip", "-h"}, []string{"dict", "retire", "-help"},
@@ -77,9 +80,7 @@ func TestWrongUsageExits2(t *testing.T) {
 		"devdb":     {{"devdb", "extra"}},
 		"migrate":   {{"migrate"}, {"migrate", "sideways"}, {"migrate", "down", "x"}, {"migrate", "up", "2"}},
 		"tenant":    {{"tenant"}, {"tenant", "delete"}, {"tenant", "create"}, {"tenant", "create", "--nope", "x"}, {"tenant", "limits"}},
-		"bench":     {{"bench", "nosuch"}, {"bench", "--nope"}},
 		"admin":     {{"admin"}, {"admin", "create"}, {"admin", "create", "a@example.com", "b@example.com"}},
-		"eval":      {{"eval"}, {"eval", "locomo"}, {"eval", "locomo", "--samples", "x", "f.json"}},
 		"import":    {{"import"}, {"import", "--tenant", "1"}, {"import", "--tenant", "1", "--format", "csv", "f"}},
 		"export":    {{"export"}, {"export", "--tenant", "1"}, {"export", "--tenant", "1", "--user", "u", "--json"}},
 		"dict":      {{"dict"}, {"dict", "nosuch"}, {"dict", "derive"}, {"dict", "flip", "x"}, {"dict", "status", "extra"}},
@@ -107,6 +108,51 @@ func TestWrongUsageExits2(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestMovedCommands: eval and bench left the server binary; typing them,
+// or asking for their help, is a usage error that says how to run them
+// now, with nothing on stdout and no database looked for, and the
+// server's usage says where they went.
+func TestMovedCommands(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string // in the error, after "perpetuity NAME moved"
+	}{
+		{[]string{"eval"}, "go run ./cmd/perpetuity-bench eval locomo [flags] FILE"},
+		{[]string{"eval", "locomo", "--json", "f.json"}, "go run ./cmd/perpetuity-bench eval locomo"},
+		{[]string{"eval", "--help"}, "go run ./cmd/perpetuity-bench eval"},
+		{[]string{"help", "eval"}, "go run ./cmd/perpetuity-bench eval"},
+		{[]string{"bench"}, "go run ./cmd/perpetuity-bench bench [all|proxy|"},
+		{[]string{"bench", "all", "--mode", "smoke"}, "go run ./cmd/perpetuity-bench bench"},
+		{[]string{"bench", "-h"}, "go run ./cmd/perpetuity-bench bench"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			out, _, err := runCLI(tc.args...)
+			if ExitCode(err) != 2 || err == nil {
+				t.Fatalf("exit %d (%v), want 2", ExitCode(err), err)
+			}
+			name := strings.Fields(tc.want)[3]
+			if msg := err.Error(); !strings.HasPrefix(msg, "perpetuity "+name+" moved") || !strings.Contains(msg, tc.want) {
+				t.Errorf("error %q, want it to say perpetuity %s moved and %q", msg, name, tc.want)
+			}
+			if out != "" {
+				t.Errorf("wrote to stdout: %q", out)
+			}
+		})
+	}
+	for name := range movedCommands() {
+		if _, ok := commands()[name]; ok {
+			t.Errorf("%q is both a command and moved", name)
+		}
+	}
+	out, _, err := runCLI("--help")
+	if err != nil || !strings.Contains(out, "go run ./cmd/perpetuity-bench bench | eval") {
+		t.Errorf("usage does not say where bench and eval went (%v):\n%s", err, out)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 )
 
 func get(t *testing.T, url string) (int, string) {

@@ -12,7 +12,7 @@ import (
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 )
 
 // responsesWire is the part of a Responses request body the tests read.

@@ -16,8 +16,8 @@ import (
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // ask is one question through an official SDK, as a harness would send it.

@@ -208,7 +208,7 @@ func measureRecall(t *testing.T, eng *memory.Engine, qs []recallQ, budget int) r
 
 // TestDevSetRecall guards the recall the memory engine reaches on the
 // development set, through the engine alone (the HTTP path is measured by
-// `perpetuity eval locomo`). PERPETUITY_RECALL_FULL=1 adds every ceiling.
+// `perpetuity-bench eval locomo`). PERPETUITY_RECALL_FULL=1 adds every ceiling.
 func TestDevSetRecall(t *testing.T) {
 	t.Parallel()
 	eng, qs := loadDevSet(t)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
 

@@ -19,9 +19,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
 

@@ -15,12 +15,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/memory/text"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // limitedProxy is the proxy over a real database and memory engine, with

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 )
 
 // hostileHeaders are what a hostile (or compromised, or misconfigured)

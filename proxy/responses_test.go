@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 )
 
 const responsesIn = `{"model":"gpt-4.1","instructions":"Be brief.","store":false,"input":[` +

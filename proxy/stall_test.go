@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // TestClientThatStopsReadingIsDropped: a client that asks for a stream and

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // mentionsTools reports any memory tool name or instruction text in s.

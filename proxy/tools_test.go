@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // toolRoute is one (client dialect, provider dialect) pair the memory-tool

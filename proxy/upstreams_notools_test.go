@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 )
 
 // TestUpstreamNoTools: a model served by an upstream declared notools gets

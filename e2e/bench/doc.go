@@ -1,5 +1,5 @@
 // Package bench is the performance suite behind `make bench` and
-// `perpetuity bench`: a Go load harness with percentiles, the baselines each
+// `perpetuity-bench bench` (cmd/perpetuity-bench): a Go load harness with percentiles, the baselines each
 // figure is compared against (measured in the same run, interleaved with
 // the subject where both are requests), a bulk loader that fills a tenant
 // with a synthetic corpus through COPY, and the writer of BENCHMARKS.md.

@@ -55,7 +55,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	c := r.Config
 	m.p("# Perpetuity benchmarks")
 	m.p("")
-	m.p("Written by `make bench` (`perpetuity bench all`, %s mode) on %s; the run took %s.",
+	m.p("Written by `make bench` (`go run ./cmd/perpetuity-bench bench all`, %s mode) on %s; the run took %s.",
 		c.Mode, r.Machine.Date.Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second))
 	m.p("Regenerate with `make bench` (minutes) or `BENCH_QUICK=1 make bench` (a smoke run, under a minute).")
 	m.p("")
@@ -63,7 +63,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	m.p("a figure is the median over the rounds of that round's percentile (nearest rank), and \"spread\" is the")
 	m.p("smallest and largest round. Where both sides are HTTP requests they are sent in pairs, back to back in")
 	m.p("random order, by the same Go client, so a noisy neighbour slows both alike. The fake provider")
-	m.p("(proxy/fakeprovider) answers both sides with the same reply and no delay of its own (streams are paced")
+	m.p("(e2e/fakeprovider) answers both sides with the same reply and no delay of its own (streams are paced")
 	m.p("at %s per event), so its latency is the same on both sides and cancels in the difference.", c.ChunkDelay)
 	m.p("Perpetuity runs in-process (the real `serve`), against a fresh migrated PostgreSQL database.")
 	m.p("")
@@ -397,7 +397,7 @@ func (r *Report) recall(m *mdw) {
 	s := rc.Summary
 	m.p("## 7. Recall for tokens")
 	m.p("")
-	m.p("`perpetuity eval locomo %s --json` (the LoCoMo development set, categories 1-4, %d questions, no LLM:", rc.File, s.Questions)
+	m.p("`go run ./cmd/perpetuity-bench eval locomo %s --json` (the LoCoMo development set, categories 1-4, %d questions, no LLM:", rc.File, s.Questions)
 	m.p("an evidence turn counts when its text is in what the provider received), beside the baselines of")
 	m.p("../shared/bench/README.md, measured there on the same questions. Took %s.", rc.Took.Round(time.Second))
 	m.p("")

@@ -7,7 +7,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
 )
 
-// RecallFunc runs the LoCoMo eval (perpetuity eval locomo --json) on file
+// RecallFunc runs the LoCoMo eval (perpetuity-bench eval locomo --json) on file
 // against databaseURL.
 type RecallFunc func(ctx context.Context, databaseURL, file string) (locomo.Summary, error)
 
@@ -45,7 +45,7 @@ func Baselines() []Baseline {
 func RecallCeilings() []int { return []int{500, 1000, 2000, 4000, 8000} }
 
 func runRecall(ctx context.Context, recall RecallFunc, dbURL, file string, lg *logger) (*RecallResult, error) {
-	lg.printf("recall: perpetuity eval locomo %s", file)
+	lg.printf("recall: perpetuity-bench eval locomo %s", file)
 	t0 := time.Now()
 	s, err := recall(ctx, dbURL, file)
 	if err != nil {

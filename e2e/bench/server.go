@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 )
 
 // StartFunc runs Perpetuity in-process against databaseURL, with

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/perpetuity/perpetuity/app"
+	"github.com/perpetuity/perpetuity/e2e/lab"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
 
-// TestSmokeRun runs `perpetuity bench all --mode smoke` end to end: the
+// TestSmokeRun runs `perpetuity-bench bench all --mode smoke` end to end: the
 // real server in-process, every section at tiny sizes. It checks the
 // report's structure, never its figures (this machine is shared).
 func TestSmokeRun(t *testing.T) {
@@ -30,7 +30,7 @@ func TestSmokeRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a timing: the smoke run loads v1 and v3 and four tenants
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	if err := app.RunBench(ctx, []string{"all", "--mode", "smoke", "--out", out}, getenv, &stdout, &stderr); err != nil {
+	if err := lab.RunBench(ctx, []string{"all", "--mode", "smoke", "--out", out}, getenv, &stdout, &stderr); err != nil {
 		t.Fatalf("bench: %v\n%s", err, stderr.String())
 	}
 	b, err := os.ReadFile(out)

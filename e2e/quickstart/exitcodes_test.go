@@ -30,6 +30,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"import"}, 2},
 		{[]string{"export", "--tenant", "x"}, 2},
 		{[]string{"serve", "extra"}, 2},
+		{[]string{"eval", "locomo", "f.json"}, 2}, // moved to cmd/perpetuity-bench: the usage says so
+		{[]string{"bench", "all"}, 2},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

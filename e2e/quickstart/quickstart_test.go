@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // answer is what the fake provider replies to every question.

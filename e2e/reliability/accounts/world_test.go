@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 const password = "a long enough password"

@@ -26,7 +26,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
 

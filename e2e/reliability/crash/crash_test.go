@@ -12,10 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // TestCrashDuringCapture (issue 9, item 1) kills the server with SIGKILL at

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/rig"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // clients is how many harnesses talk to the server at once (2 cores).

@@ -21,10 +21,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/reliability/crash"
 	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
 	"github.com/perpetuity/perpetuity/e2e/rig"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 const (

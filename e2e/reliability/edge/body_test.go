@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
 	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 const (

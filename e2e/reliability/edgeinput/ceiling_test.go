@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 	"github.com/perpetuity/perpetuity/memory/text"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // ceiling is the server's PERPETUITY_FRAME_CEILING here: small, so that a

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // unforge is what the renderer does to stored text: the label brackets

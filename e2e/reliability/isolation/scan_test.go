@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // Headers the test sends for the fake provider. They attribute every

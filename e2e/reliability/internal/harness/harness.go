@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // Server is one running perpetuity process with its own database, tenant

@@ -3,7 +3,7 @@ package harness
 import (
 	"encoding/json"
 
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 )
 
 // ToolResults reads the tool results a provider request carries at its

@@ -1,8 +1,9 @@
 // Package fakeprovider is an in-process stand-in for the OpenAI and
-// Anthropic HTTP APIs, for tests, end-to-end runs and `perpetuity
-// eval`/`bench`. Mount a Provider at the root of an httptest.Server; the
-// OpenAI base URL is server.URL+"/v1" and the Anthropic base URL is
-// server.URL.
+// Anthropic HTTP APIs, for tests, end-to-end runs and `perpetuity-bench
+// eval`/`bench`; never for the server binary, whose dependency list
+// cmd/perpetuity's tests check. Mount a Provider at the root of an
+// httptest.Server; the OpenAI base URL is server.URL+"/v1" and the
+// Anthropic base URL is server.URL.
 //
 // It speaks the wire formats as the real services sent them in late 2025:
 // field order, pretty-printed OpenAI bodies and compact Anthropic ones, SSE

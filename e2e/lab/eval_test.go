@@ -1,4 +1,4 @@
-package app
+package lab
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/app"
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
@@ -20,10 +21,10 @@ import (
 // locomoFixture is a two-sample file with the defects of the real data
 // (odd evidence ids, questions without evidence, a date without a session,
 // a session without a date, an image turn, an empty turn).
-const locomoFixture = "../memory/importer/locomo/testdata/defects.json"
+const locomoFixture = "../../memory/importer/locomo/testdata/defects.json"
 
 func testEnv(vars map[string]string, stdout, stderr *bytes.Buffer) env {
-	return env{getenv: func(k string) string { return vars[k] }, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}
+	return env{getenv: func(k string) string { return vars[k] }, stdout: stdout, stderr: stderr}
 }
 
 // TestEvalLocomoEndToEnd runs the whole eval against a real database: the
@@ -176,8 +177,8 @@ func TestEvalUsage(t *testing.T) {
 		usage bool
 		want  string
 	}{
-		{[]string{}, true, "usage: perpetuity eval locomo"},
-		{[]string{"mteb", "x"}, true, "usage: perpetuity eval locomo"},
+		{[]string{}, true, "usage: perpetuity-bench eval locomo"},
+		{[]string{"mteb", "x"}, true, "usage: perpetuity-bench eval locomo"},
 		{[]string{"locomo"}, true, "usage"},
 		{[]string{"locomo", "--concurrency", "0", locomoFixture}, true, "usage"},
 		{[]string{"locomo", "--tools", "--budget", "0", locomoFixture}, true, "usage"},
@@ -194,7 +195,7 @@ func TestEvalUsage(t *testing.T) {
 			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
 			continue
 		}
-		if got := ExitCode(err) == 2; got != tc.usage {
+		if got := app.ExitCode(err) == 2; got != tc.usage {
 			t.Errorf("%v: usage error %v, want %v", tc.args, got, tc.usage)
 		}
 	}

@@ -1,4 +1,4 @@
-package app
+package lab
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/app"
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/importer"
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
@@ -197,7 +198,7 @@ func (p *poolFill) importDistractors(ctx context.Context, e env, tenantID int64,
 		return err
 	}
 	defer fdb.Close()
-	eng, err := buildEngine(ctx, fdb, memory.Options{})
+	eng, err := app.BuildEngine(ctx, fdb, memory.Options{})
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,10 @@
-package app
+package lab
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,15 +14,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/perpetuity/perpetuity/app"
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/dict"
-	"github.com/perpetuity/perpetuity/memory/importer"
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
 	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/memory/text"
-	"github.com/perpetuity/perpetuity/proxy"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // evalCeilings are the fixed frame budgets of the bench README's table.
@@ -48,20 +45,21 @@ var evalTools = []string{memory.ToolReopen, memory.ToolSearch, memory.ToolChain}
 
 const evalUsage = "eval locomo [--json] [--dict V] [--pool N] [--samples N] [--questions N] [--concurrency N] [--tools [--budget N]] FILE"
 
-// runEval is `perpetuity eval locomo FILE`: the recall benchmark of the bench
-// README, self-contained. It starts the real server in-process on a loopback
-// port with a recording fake provider as upstream, imports every sample as
-// one memory user of one scratch tenant through the HTTP import endpoint,
-// asks every question with evidence in probe mode through the proxy (once
-// with the frame the server chooses, once per fixed budget), and scores what
-// the provider received. The scratch tenant is removed afterwards.
+// runEval is `perpetuity-bench eval locomo FILE`: the recall benchmark of
+// the bench README, self-contained. It starts the real server in-process on
+// a loopback port with a recording fake provider as upstream, imports every
+// sample as one memory user of one scratch tenant through the HTTP import
+// endpoint, asks every question with evidence in probe mode through the
+// proxy (once with the frame the server chooses, once per fixed budget),
+// and scores what the provider received. The scratch tenant is removed
+// afterwards.
 func runEval(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 || args[0] != "locomo" {
-		return UsageError{"usage: perpetuity " + evalUsage}
+		return usageError("usage: " + prog + " " + evalUsage)
 	}
 	fs := newFlags(e, "eval locomo", evalUsage)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: perpetuity %s\n", evalUsage)
+		fmt.Fprintf(fs.Output(), "Usage: %s %s\n", prog, evalUsage)
 		fs.PrintDefaults()
 		fmt.Fprintf(fs.Output(), "\n%s\n", poolHelp)
 	}
@@ -78,7 +76,7 @@ func runEval(ctx context.Context, e env, args []string) error {
 	}
 	if fs.NArg() != 1 || *nSamples < 0 || *nQuestions < 0 || *conc < 1 || *budget < 1 || *poolN < 0 {
 		fs.Usage()
-		return UsageError{"usage: perpetuity " + evalUsage}
+		return usageError("usage: " + prog + " " + evalUsage)
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
@@ -98,7 +96,7 @@ func runEval(ctx context.Context, e env, args []string) error {
 	}
 	if *poolN > 0 && *poolN < len(samples) {
 		fs.Usage()
-		return UsageError{fmt.Sprintf("eval locomo: --pool %d is fewer memory users than the %d samples asked", *poolN, len(samples))}
+		return usageError(fmt.Sprintf("eval locomo: --pool %d is fewer memory users than the %d samples asked", *poolN, len(samples)))
 	}
 	start := time.Now()
 	opt := evalOptions{questions: *nQuestions, concurrency: *conc, dict: *dictV}
@@ -285,11 +283,11 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 		if err != nil {
 			return res, err
 		}
-		if _, err := db.UploadDictionary(ctx, d, cliActor()); err != nil {
+		if _, err := db.UploadDictionary(ctx, d, app.CLIActor()); err != nil {
 			return res, err
 		}
 		derive := &ops.Deriver{St: db, Progress: func(r store.Rollout) { bar.update("derive", int(r.Derived), int(r.Total)) }}
-		_, err = derive.Derive(ctx, nt.TenantID, opt.dict, cliActor())
+		_, err = derive.Derive(ctx, nt.TenantID, opt.dict, app.CLIActor())
 		bar.done()
 		if err != nil && !errors.Is(err, store.ErrActiveVersion) {
 			return res, err
@@ -297,7 +295,7 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 		if errors.Is(err, store.ErrActiveVersion) && opt.pool != nil {
 			fmt.Fprintf(e.stderr, "eval: note: the pooled tenant was born on v%d, so no derivation after the fill: its tenant-wide statistics are the ones it was born with\n", opt.dict)
 		}
-		if _, err := db.Flip(ctx, nt.TenantID, opt.dict, cliActor()); err != nil {
+		if _, err := db.Flip(ctx, nt.TenantID, opt.dict, app.CLIActor()); err != nil {
 			return res, err
 		}
 		fmt.Fprintf(e.stderr, "eval: scratch tenant derived and flipped to dictionary v%d\n", opt.dict)
@@ -353,32 +351,6 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 	return evalResult{scored: scored, reach: reach, pool: res.pool}, nil
 }
 
-// waitChain returns once the chain writer's watermark reached the tenant's head.
-func waitChain(ctx context.Context, db *store.DB, tenantID int64) error {
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		head, err := db.ReadHead(ctx, tenantID)
-		if err != nil {
-			return err
-		}
-		at, err := db.ChainHead(ctx, tenantID)
-		if err != nil {
-			return err
-		}
-		if at >= head.Seq {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the chain graph's writer is at %d of %d after five minutes", at, head.Seq)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // buildProbes makes one probe per question with evidence and budget.
 func buildProbes(samples []locomo.Sample, perSample int) (probes []probe, skipped, dropped int) {
 	for i := range samples {
@@ -405,232 +377,4 @@ func buildProbes(samples []locomo.Sample, perSample int) (probes []probe, skippe
 		}
 	}
 	return probes, skipped, dropped
-}
-
-// startEvalServer runs the real server on a loopback port with upstream as
-// its OpenAI base URL, and returns its base URL and a stop function.
-func startEvalServer(ctx context.Context, e env, openAIBase string) (string, func(), error) {
-	u, err := databaseURL(ctx, e)
-	if err != nil {
-		return "", nil, err
-	}
-	getenv := func(k string) string {
-		switch k {
-		case "DATABASE_URL":
-			return u
-		case "PERPETUITY_ADDR":
-			return "127.0.0.1:0"
-		case "PERPETUITY_OPENAI_BASE_URL":
-			return openAIBase
-		case "PERPETUITY_LOG_LEVEL":
-			return "warn"
-		}
-		return e.getenv(k)
-	}
-	cfg, err := LoadConfig(getenv)
-	if err != nil {
-		return "", nil, err
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	ready := make(chan string, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- serve(sctx, env{getenv: getenv, stdin: e.stdin, stdout: e.stderr, stderr: e.stderr}, cfg, func(a string) { ready <- a })
-	}()
-	select {
-	case addr := <-ready:
-		stop := func() {
-			cancel()
-			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				fmt.Fprintf(e.stderr, "eval: server: %v\n", err)
-			}
-		}
-		return "http://" + addr, stop, nil
-	case err := <-errc:
-		cancel()
-		return "", nil, fmt.Errorf("start server: %w", err)
-	case <-ctx.Done():
-		cancel()
-		<-errc
-		return "", nil, ctx.Err()
-	}
-}
-
-// importSamples posts each sample's sessions to the import endpoint.
-func importSamples(ctx context.Context, client *http.Client, url string, samples []locomo.Sample, bar *progress) (importer.Result, error) {
-	var total importer.Result
-	for i := range samples {
-		bar.update("import", i, len(samples))
-		var body bytes.Buffer
-		if err := locomo.WriteJSONL(&body, samples[i].Conversations()); err != nil {
-			return total, err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, &body)
-		if err != nil {
-			return total, err
-		}
-		req.Header.Set("Content-Type", "application/x-ndjson")
-		resp, err := client.Do(req)
-		if err != nil {
-			return total, fmt.Errorf("import %s: %w", samples[i].ID, err)
-		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return total, fmt.Errorf("import %s: %s: %s", samples[i].ID, resp.Status, bytes.TrimSpace(b))
-		}
-		var r importer.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			return total, fmt.Errorf("import %s: answer %q: %w", samples[i].ID, b, err)
-		}
-		total.Conversations += r.Conversations
-		total.Turns += r.Turns
-		total.Duplicates += r.Duplicates
-	}
-	bar.update("import", len(samples), len(samples))
-	bar.done()
-	return total, nil
-}
-
-// askAll runs ask(i) for i in [0, n), concurrency at a time; the first
-// failure stops the rest.
-func askAll(ctx context.Context, what string, n, concurrency int, bar *progress, ask func(context.Context, int) error) error {
-	if n == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var firstErr error
-	var done atomic.Int64
-	for w := 0; w < concurrency; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				if err := ask(ctx, i); err != nil {
-					once.Do(func() { firstErr = err; cancel() })
-					continue
-				}
-				bar.update(what, int(done.Add(1)), n)
-			}
-		}()
-	}
-feed:
-	for i := range n {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	bar.done()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
-}
-
-// warmUp asks one unscored question per user, one at a time, so each
-// user's probe conversation exists before concurrent probes name it: the
-// store's find-or-create of a conversation can fail when two requests
-// create the same one at once.
-func warmUp(ctx context.Context, client *http.Client, url string, samples []locomo.Sample) error {
-	for i := range samples {
-		p := probe{sample: samples[i].ID, question: "Hello?"}
-		if err := ask(ctx, client, url, &p, "", -1, false); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	return nil
-}
-
-// ask sends one probe in probe mode, tagged for the fake provider with
-// header: i; with tools false the memory tools are off.
-func ask(ctx context.Context, client *http.Client, url string, p *probe, header string, i int, tools bool) error {
-	body, err := json.Marshal(map[string]any{
-		"model":      "gpt-4o-mini",
-		"max_tokens": 16,
-		"messages":   []map[string]string{{"role": "user", "content": p.question}},
-	})
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Authorization", "Bearer sk-eval-fake")
-	h.Set(proxy.HeaderMode, "probe")
-	// The frame is measured on its own unless tool reach is: with the tools
-	// on, labels carry turn ids and the upstream request carries tool
-	// definitions.
-	if !tools {
-		h.Set(proxy.HeaderTools, "off")
-	}
-	h.Set(proxy.HeaderUser, p.sample)
-	// One empty conversation per user to ask from, so probes do not each
-	// leave a conversation row behind.
-	h.Set(proxy.HeaderConversation, "eval-probe")
-	if p.budget > 0 {
-		h.Set(proxy.HeaderFrameBudget, strconv.Itoa(p.budget))
-	}
-	if i >= 0 {
-		h.Set(clientRequestID, header+strconv.Itoa(i))
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("ask %q: %w", p.question, err)
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("ask %q (budget %d): %s: %s", p.question, p.budget, resp.Status, bytes.TrimSpace(b))
-	}
-	return nil
-}
-
-// progress draws a one-line bar on stderr, at most ten times a second.
-type progress struct {
-	w    io.Writer
-	mu   sync.Mutex
-	last time.Time
-	line bool
-}
-
-func newProgress(w io.Writer) *progress { return &progress{w: progressOut(w)} }
-
-func (p *progress) update(what string, n, total int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if n < total && time.Since(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.last = time.Now()
-	const width = 30
-	fill := 0
-	if total > 0 {
-		fill = n * width / total
-	}
-	bar := bytes.Repeat([]byte{' '}, width)
-	for i := 0; i < fill; i++ {
-		bar[i] = '='
-	}
-	fmt.Fprintf(p.w, "\r%-7s [%s] %d/%d", what, bar, n, total)
-	p.line = true
-}
-
-func (p *progress) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.line {
-		fmt.Fprintln(p.w)
-		p.line = false
-	}
 }

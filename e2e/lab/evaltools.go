@@ -1,13 +1,13 @@
-package app
+package lab
 
 import (
 	"encoding/json"
 	"fmt"
 	"sync"
 
+	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
-	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
 // The --tools part of the recall benchmark: probes whose first round calls

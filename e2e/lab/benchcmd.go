@@ -1,9 +1,8 @@
-package app
+package lab
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -16,7 +15,7 @@ import (
 
 const benchUsage = "bench [all|proxy|pipeline|capture|scan|coldstart|throughput|recall] [--mode full|quick|smoke] [--out FILE] [--locomo FILE] [--sizes 10k,250k,1M] [--cpuprofile FILE]"
 
-// benchParts maps `perpetuity bench SUB` to the sections it runs.
+// benchParts maps `perpetuity-bench bench SUB` to the sections it runs.
 func benchParts() map[string][]string {
 	return map[string][]string{
 		"all":        bench.AllSections(),
@@ -30,16 +29,10 @@ func benchParts() map[string][]string {
 	}
 }
 
-// RunBench is `perpetuity bench ARGS` with its environment passed in, for
-// tests (e2e/bench runs the smoke mode through it).
-func RunBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return runBench(ctx, env{getenv: getenv, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}, args)
-}
-
-// runBench is `perpetuity bench`: the performance suite of e2e/bench against
-// the real server started in-process (as the eval does), writing markdown
-// (BENCHMARKS.md for `bench all --out BENCHMARKS.md`). BENCH_QUICK=1 picks the
-// quick mode.
+// runBench is `perpetuity-bench bench`: the performance suite of e2e/bench
+// against the real server started in-process (as the eval does), writing
+// markdown (BENCHMARKS.md for `bench all --out BENCHMARKS.md`).
+// BENCH_QUICK=1 picks the quick mode.
 func runBench(ctx context.Context, e env, args []string) error {
 	sub := "all"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -47,7 +40,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	}
 	sections, ok := benchParts()[sub]
 	if !ok {
-		return UsageError{fmt.Sprintf("bench: unknown part %q\nusage: perpetuity %s", sub, benchUsage)}
+		return usageError(fmt.Sprintf("bench: unknown part %q\nusage: %s %s", sub, prog, benchUsage))
 	}
 	fs := newFlags(e, "bench", benchUsage)
 	mode := fs.String("mode", "", "full (minutes), quick (under a minute, 10k items) or smoke (tests); default full, or quick with BENCH_QUICK=1")
@@ -59,7 +52,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return UsageError{"usage: perpetuity " + benchUsage}
+		return usageError("usage: " + prog + " " + benchUsage)
 	}
 	if *mode == "" {
 		*mode = "full"
@@ -69,7 +62,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	}
 	cfg, err := bench.ModeConfig(*mode)
 	if err != nil {
-		return UsageError{err.Error()}
+		return usageError(err.Error())
 	}
 	if sub != "all" { // "all" takes the mode's sections (quick skips recall)
 		cfg.Sections = sections
@@ -80,7 +73,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	}
 	if *sizes != "" {
 		if cfg.Sizes, err = parseSizes(*sizes); err != nil {
-			return UsageError{"--sizes: " + err.Error()}
+			return usageError("--sizes: " + err.Error())
 		}
 		if !contains(cfg.Sizes, cfg.ThroughputSize) {
 			cfg.ThroughputSize = cfg.Sizes[len(cfg.Sizes)-1]
@@ -121,19 +114,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	return err
 }
 
-// withDatabase is e with DATABASE_URL pointing at dbURL.
-func withDatabase(e env, dbURL string) env {
-	get := e.getenv
-	e.getenv = func(k string) string {
-		if k == "DATABASE_URL" {
-			return dbURL
-		}
-		return get(k)
-	}
-	return e
-}
-
-// benchRecall is `perpetuity eval locomo --json FILE` as a function.
+// benchRecall is `perpetuity-bench eval locomo --json FILE` as a function.
 func benchRecall(ctx context.Context, e env, file string) (locomo.Summary, error) {
 	f, err := os.Open(file)
 	if err != nil {
