@@ -33,14 +33,7 @@ type messagesRequest MessagesRequest
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (r *MessagesRequest) UnmarshalJSON(data []byte) error {
-	var a messagesRequest
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*r = MessagesRequest(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*messagesRequest)(r), &r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -88,14 +81,7 @@ type metadata Metadata
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (m *Metadata) UnmarshalJSON(data []byte) error {
-	var a metadata
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*m = Metadata(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*metadata)(m), &m.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -140,14 +126,7 @@ type message Message
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	var a message
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*m = Message(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*message)(m), &m.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -241,14 +220,7 @@ type tool Tool
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (t *Tool) UnmarshalJSON(data []byte) error {
-	var a tool
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*t = Tool(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*tool)(t), &t.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.

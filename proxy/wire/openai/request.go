@@ -33,14 +33,7 @@ type chatRequest ChatRequest
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (r *ChatRequest) UnmarshalJSON(data []byte) error {
-	var a chatRequest
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*r = ChatRequest(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*chatRequest)(r), &r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -98,14 +91,7 @@ type message Message
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	var a message
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*m = Message(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*message)(m), &m.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -209,14 +195,7 @@ type contentPart ContentPart
 // whose value does not fit its field (say "image_url" as a bare string, which
 // some servers accept) stays in Extra verbatim and is written back in place.
 func (p *ContentPart) UnmarshalJSON(data []byte) error {
-	var a contentPart
-	extra, err := jsonx.DecodeObjectLenient(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*p = ContentPart(a)
-	return nil
+	return jsonx.UnmarshalExtraLenient(data, (*contentPart)(p), &p.Extra)
 }
 
 // MarshalJSON implements json.Marshaler. A text part always carries its
@@ -273,14 +252,7 @@ type toolCall ToolCall
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *ToolCall) UnmarshalJSON(data []byte) error {
-	var a toolCall
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*c = ToolCall(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*toolCall)(c), &c.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -307,14 +279,7 @@ type tool Tool
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (t *Tool) UnmarshalJSON(data []byte) error {
-	var a tool
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*t = Tool(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*tool)(t), &t.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -395,14 +360,7 @@ type streamOptions StreamOptions
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (s *StreamOptions) UnmarshalJSON(data []byte) error {
-	var a streamOptions
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*s = StreamOptions(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*streamOptions)(s), &s.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
