@@ -61,7 +61,8 @@ func TestAgo(t *testing.T) {
 		{now.Add(-time.Minute), "1 minute ago"},
 		{now.Add(-5 * time.Hour), "5 hours ago"},
 		{now.Add(-3 * 24 * time.Hour), "3 days ago"},
-		{now.Add(-90 * 24 * time.Hour), "2024-12-10"},
+		{now.Add(-90 * 24 * time.Hour), "3 months ago"},
+		{now.Add(-800 * 24 * time.Hour), "2 years ago"},
 	}
 	for _, c := range cases {
 		if got := ago(c.t, now); got != c.want {
