@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -132,37 +131,12 @@ func (c Content) Text() string {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *Content) UnmarshalJSON(data []byte) error {
-	*c = Content{}
-	switch firstByte(data) {
-	case 'n':
-		return nil
-	case '"':
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-		c.String = &s
-		return nil
-	case '[':
-		parts := []ContentPart{}
-		if err := json.Unmarshal(data, &parts); err != nil {
-			return err
-		}
-		c.Parts = parts
-		return nil
-	}
-	return fmt.Errorf("content: want string, array or null, got %.20s", data)
+	return jsonx.UnmarshalContent(data, &c.String, &c.Parts)
 }
 
 // MarshalJSON implements json.Marshaler.
 func (c Content) MarshalJSON() ([]byte, error) {
-	switch {
-	case c.String != nil:
-		return jsonx.Marshal(*c.String)
-	case c.Parts != nil:
-		return jsonx.Marshal(c.Parts)
-	}
-	return []byte("null"), nil
+	return jsonx.MarshalContent(c.String, c.Parts)
 }
 
 // Content part types.
@@ -316,7 +290,7 @@ type ToolChoice struct {
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 	*c = ToolChoice{}
-	switch firstByte(data) {
+	switch jsonx.FirstByte(data) {
 	case '"':
 		return json.Unmarshal(data, &c.Mode)
 	case '{':
@@ -374,7 +348,7 @@ type StringList []string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *StringList) UnmarshalJSON(data []byte) error {
-	switch firstByte(data) {
+	switch jsonx.FirstByte(data) {
 	case '"':
 		var s string
 		if err := json.Unmarshal(data, &s); err != nil {
@@ -401,12 +375,4 @@ func ParseChatRequest(body []byte) (ChatRequest, error) {
 		return ChatRequest{}, fmt.Errorf("chat completions request: %w", err)
 	}
 	return r, nil
-}
-
-func firstByte(data []byte) byte {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 {
-		return 0
-	}
-	return data[0]
 }
