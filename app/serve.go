@@ -18,6 +18,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations"
 	"github.com/perpetuity/perpetuity/proxy"
+	"github.com/perpetuity/perpetuity/proxy/translate"
 	"github.com/perpetuity/perpetuity/web"
 )
 
@@ -195,18 +196,16 @@ func errorHandler(ec *echo.Echo, log *slog.Logger) echo.HTTPErrorHandler {
 	}
 }
 
+// kindFor is the kind of an HTTP error by translate's status table: the
+// kind whose error type the table names; a type with no kind of its own
+// (billing, timeout) is a server error at 5xx and the client's below.
 func kindFor(status int) proxy.ErrorKind {
-	switch status {
-	case http.StatusUnauthorized:
-		return proxy.Authentication
-	case http.StatusForbidden:
-		return proxy.Permission
-	case http.StatusNotFound:
-		return proxy.NotFound
-	case http.StatusRequestEntityTooLarge:
-		return proxy.RequestTooLarge
-	case http.StatusTooManyRequests:
-		return proxy.RateLimited
+	typ := translate.StatusErrorType(status)
+	for _, k := range []proxy.ErrorKind{proxy.Authentication, proxy.Permission, proxy.NotFound,
+		proxy.RequestTooLarge, proxy.RateLimited, proxy.Overloaded} {
+		if k.String() == typ {
+			return k
+		}
 	}
 	if status >= 500 {
 		return proxy.Internal

@@ -1,6 +1,9 @@
 package memory
 
-import "math"
+import (
+	"math"
+	"sort"
+)
 
 // Heat model (DESIGN §6). An item's activation for one viewer is the clock
 // of its last activation, the peak reached then, and the decay constant tau
@@ -23,11 +26,21 @@ type Activation struct {
 // Heat is the activation's heat at clock t. The clock never runs backwards;
 // a t before tLast (a stale read) is treated as tLast.
 func Heat(a Activation, t int64, tau float64) float64 {
-	dt := t - a.TLast
-	if dt < 0 {
-		dt = 0
+	return Decay(a.Peak, float64(t-a.TLast), tau)
+}
+
+// Decay is the law itself: peak * exp(-elapsed / tau), the peak while no
+// time has passed. An item's tau is positive; a tau that is not (a damaged
+// row drawn by the console) keeps no memory of the peak once time passes,
+// rather than growing or turning NaN.
+func Decay(peak, elapsed, tau float64) float64 {
+	if elapsed <= 0 {
+		return peak
 	}
-	return a.Peak * math.Exp(-float64(dt)/tau)
+	if !(tau > 0) {
+		return 0
+	}
+	return peak * math.Exp(-elapsed/tau)
 }
 
 // Beats reports whether reheating to peak p at clock t should replace a.
@@ -54,3 +67,42 @@ const warmThreshold = 0.05
 func horizon(tau float64) int64 {
 	return int64(tau * math.Log(RankPeak(0)/warmThreshold))
 }
+
+// Trajectory is an item's heat history for one viewer: born, then every
+// reheat that was adopted. A reheat is only recorded when it beat the
+// trajectory, so the heat at any clock is that of the latest activation at
+// or before it.
+type Trajectory struct {
+	Tau     float64      // fixed at birth
+	Born    Activation   // TLast is the birth clock
+	Reheats []Activation // adopted reheats, in any order
+	Now     int64        // the viewer's clock now
+}
+
+// Activations is birth followed by the reheats in clock order; a reheat
+// before birth cannot exist and is dropped rather than drawn backwards.
+func (t Trajectory) Activations() []Activation {
+	out := make([]Activation, 0, len(t.Reheats)+1)
+	out = append(out, t.Born)
+	rs := append([]Activation(nil), t.Reheats...)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].TLast < rs[j].TLast })
+	for _, r := range rs {
+		if r.TLast >= t.Born.TLast {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// At is the heat at clock c; zero before birth.
+func (t Trajectory) At(c int64) float64 {
+	as := t.Activations()
+	i := sort.Search(len(as), func(i int) bool { return as[i].TLast > c }) - 1
+	if i < 0 {
+		return 0
+	}
+	return Heat(as[i], c, t.Tau)
+}
+
+// Current is the heat at the viewer's clock now.
+func (t Trajectory) Current() float64 { return t.At(t.Now) }

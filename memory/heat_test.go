@@ -99,3 +99,62 @@ func TestRankPeakDecreasesAndTopBeatsNewborn(t *testing.T) {
 		}
 	}
 }
+
+func TestTrajectoryAt(t *testing.T) {
+	t.Parallel()
+	tr := Trajectory{
+		Tau:     100,
+		Born:    Activation{TLast: 1000, Peak: 1},
+		Reheats: []Activation{{TLast: 1300, Peak: 0.8}, {TLast: 1100, Peak: 0.9}, {TLast: 10, Peak: 5}},
+		Now:     1400,
+	}
+	cases := []struct {
+		name  string
+		clock int64
+		want  float64
+	}{
+		{"before birth", 999, 0},
+		{"at birth", 1000, 1},
+		{"decayed one tau", 1100 - 1, math.Exp(-0.99)},
+		{"reheat adopted (out of order input)", 1100, 0.9},
+		{"between reheats", 1200, 0.9 * math.Exp(-1)},
+		{"second reheat", 1300, 0.8},
+		{"now", 1400, 0.8 * math.Exp(-1)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tr.At(c.clock); math.Abs(got-c.want) > 1e-12 {
+				t.Fatalf("At(%d) = %v, want %v", c.clock, got, c.want)
+			}
+		})
+	}
+	if got, want := tr.Current(), 0.8*math.Exp(-1); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("Current = %v, want %v", got, want)
+	}
+	if n := len(tr.Activations()); n != 3 {
+		t.Fatalf("Activations kept %d, want 3 (reheat before birth dropped)", n)
+	}
+}
+
+// A tau that is not positive (never an item's; a damaged row the console
+// draws) forgets the peak once time passes instead of growing or turning NaN.
+func TestDecayDegenerateTau(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name               string
+		peak, elapsed, tau float64
+		want               float64
+	}{
+		{"zero tau after a while", 1, 5, 0, 0},
+		{"zero tau at once", 0.7, 0, 0, 0.7},
+		{"negative tau", 0.3, 300, -5, 0},
+		{"NaN tau", 1, 1, math.NaN(), 0},
+		{"NaN tau at once", 2, 0, math.NaN(), 2},
+	}
+	for _, c := range cases {
+		if got := Decay(c.peak, c.elapsed, c.tau); got != c.want {
+			t.Errorf("%s: Decay = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

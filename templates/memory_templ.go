@@ -461,7 +461,7 @@ func itemCard(it Item, showConversation bool) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var30 = []any{"item", heatClass(it.Heat.Current())}
+			var templ_7745c5c3_Var30 = []any{"item", heatClass(it.Heat.Current)}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var30...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -482,7 +482,7 @@ func itemCard(it Item, showConversation bool) templ.Component {
 			var templ_7745c5c3_Var32 string
 			templ_7745c5c3_Var32, templ_7745c5c3_Err = templruntime.NewAttributeExpression(itoa(it.ID)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/memory.templ`, Line: 30, Col: 131}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/memory.templ`, Line: 30, Col: 129}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var32)
 			if templ_7745c5c3_Err != nil {
@@ -685,7 +685,7 @@ func itemCard(it Item, showConversation bool) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = heatMeter(it.Heat.Current()).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = heatMeter(it.Heat.Current).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

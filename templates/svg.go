@@ -5,8 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/perpetuity/perpetuity/web/heat"
 )
 
 // Geometry for the server-drawn SVG pictures. Everything is computed here so
@@ -44,25 +42,23 @@ type HeatCurve struct {
 	Now       int64
 }
 
-const curveSamples = 48 // per segment; smooth at the sizes drawn
-
-// NewHeatCurve lays out t in a w x h box: x is the viewer's clock from the
-// item's birth to now, y is heat (1 = born hot).
-func NewHeatCurve(t heat.Trajectory, w, h float64) HeatCurve {
+// NewHeatCurve lays out hh in a w x h box: x is the viewer's clock from the
+// item's birth to the end of the history, y is heat (1 = born hot).
+func NewHeatCurve(hh HeatHistory, w, h float64) HeatCurve {
 	const padX, padTop, padBottom = 4.0, 6.0, 4.0
-	pts := t.Points()
-	start := t.Born.Clock
-	end := t.Now
-	if last := pts[len(pts)-1].Clock; last > end {
-		end = last
+	segs := hh.Segments
+	if len(segs) == 0 {
+		segs = []HeatSegment{{}} // no history: drawn as a cold birth
 	}
+	start := segs[0].Clock
+	end := hh.End
 	if end <= start {
 		end = start + 1
 	}
 	ymax := 1.0
-	for _, p := range pts {
-		if p.Peak > ymax && !math.IsInf(p.Peak, 0) {
-			ymax = p.Peak
+	for _, s := range segs {
+		if s.Peak > ymax && !math.IsInf(s.Peak, 0) {
+			ymax = s.Peak
 		}
 	}
 	base := h - padBottom
@@ -74,33 +70,27 @@ func NewHeatCurve(t heat.Trajectory, w, h float64) HeatCurve {
 		return base - math.Min(v, ymax)/ymax*(base-padTop)
 	}
 	var line strings.Builder
-	hc := HeatCurve{W: w, H: h, Baseline: base, Current: t.Current(), Reheats: len(pts) - 1, Tau: t.Tau, BornClock: start, Now: t.Now}
-	for i, p := range pts {
-		segEnd := float64(end)
-		if i+1 < len(pts) {
-			segEnd = float64(pts[i+1].Clock)
-		}
+	hc := HeatCurve{W: w, H: h, Baseline: base, Current: hh.Current, Reheats: len(segs) - 1, Tau: hh.Tau, BornClock: start, Now: hh.Now}
+	for i, s := range segs {
 		if i == 0 {
-			fmt.Fprintf(&line, "M%s %s", num(xs(float64(p.Clock))), num(ys(p.Peak)))
+			fmt.Fprintf(&line, "M%s %s", num(xs(float64(s.Clock))), num(ys(s.Peak)))
 		} else {
-			fmt.Fprintf(&line, " L%s %s", num(xs(float64(p.Clock))), num(ys(p.Peak)))
+			fmt.Fprintf(&line, " L%s %s", num(xs(float64(s.Clock))), num(ys(s.Peak)))
 		}
-		span := segEnd - float64(p.Clock)
-		for k := 1; k <= curveSamples && span > 0; k++ {
-			c := float64(p.Clock) + span*float64(k)/curveSamples
-			fmt.Fprintf(&line, " L%s %s", num(xs(c)), num(ys(heat.Decay(p.Peak, c-float64(p.Clock), t.Tau))))
+		for _, p := range s.Samples {
+			fmt.Fprintf(&line, " L%s %s", num(xs(p.Clock)), num(ys(p.Heat)))
 		}
-		title := fmt.Sprintf("born hot at clock %d, heat %.2f", p.Clock, p.Peak)
+		title := fmt.Sprintf("born hot at clock %d, heat %.2f", s.Clock, s.Peak)
 		if i > 0 {
-			title = fmt.Sprintf("reheated at clock %d to %.2f", p.Clock, p.Peak)
+			title = fmt.Sprintf("reheated at clock %d to %.2f", s.Clock, s.Peak)
 		}
-		hc.Marks = append(hc.Marks, HeatMark{X: xs(float64(p.Clock)), Y: ys(p.Peak), Title: title})
+		hc.Marks = append(hc.Marks, HeatMark{X: xs(float64(s.Clock)), Y: ys(s.Peak), Title: title})
 	}
 	hc.Line = line.String()
 	hc.Area = hc.Line + fmt.Sprintf(" L%s %s L%s %s Z", num(xs(float64(end))), num(base), num(xs(float64(start))), num(base))
-	hc.NowX = xs(float64(t.Now))
+	hc.NowX = xs(float64(hh.Now))
 	hc.NowY = ys(hc.Current)
-	hc.NowColor = heat.Color(hc.Current)
+	hc.NowColor = HeatColor(hc.Current)
 	return hc
 }
 
@@ -120,11 +110,11 @@ func NewHeatStrip(items []Item, w float64) []StripCell {
 	cw := w / float64(len(items))
 	out := make([]StripCell, len(items))
 	for i, it := range items {
-		hNow := it.Heat.Current()
+		hNow := it.Heat.Current
 		out[i] = StripCell{
 			X:      float64(i) * cw,
 			W:      math.Max(cw-1, 1),
-			Color:  heat.Color(hNow),
+			Color:  HeatColor(hNow),
 			Title:  fmt.Sprintf("turn %d (%s): heat %.2f", i+1, it.Role, hNow),
 			Anchor: "#item-" + strconv.FormatInt(it.ID, 10),
 		}
@@ -232,9 +222,57 @@ func compact(v float64) string {
 func heatText(h float64) string { return strconv.FormatFloat(h, 'f', 2, 64) }
 
 // heatClass buckets a heat into one of the CSS classes heat-0 .. heat-10.
-func heatClass(h float64) string { return "heat-" + strconv.Itoa(heat.Level(h)) }
+func heatClass(h float64) string { return "heat-" + strconv.Itoa(heatLevel(h)) }
 
 // heatMeterWidth is the width class of a heat meter bar, in tenths.
-func heatMeterClass(h float64) string { return "w-" + strconv.Itoa(heat.Level(h)) }
+func heatMeterClass(h float64) string { return "w-" + strconv.Itoa(heatLevel(h)) }
+
+// heatLevel buckets a heat into 0 (cold) .. 10 (hot) for colour scales;
+// heat is clamped to [0, 1], where 1 is a freshly born item.
+func heatLevel(h float64) int {
+	if math.IsNaN(h) || h <= 0 {
+		return 0
+	}
+	if h >= 1 {
+		return 10
+	}
+	return int(math.Round(h * 10))
+}
+
+// HeatColor maps heat to a colour from cold blue through violet and orange
+// to hot red (no green on the way, so nothing reads as "fine"), as a
+// #rrggbb string for SVG fill attributes. The stylesheet's heat-N classes
+// are the same scale at tenths.
+func HeatColor(h float64) string {
+	stops := [...][3]float64{
+		{0x1e, 0x3a, 0x8a}, // cold: deep blue
+		{0x7c, 0x3a, 0xed}, // cool: violet
+		{0xf9, 0x73, 0x16}, // warm: orange
+		{0xdc, 0x26, 0x26}, // hot: red
+	}
+	if math.IsNaN(h) || h < 0 {
+		h = 0
+	}
+	if h > 1 {
+		h = 1
+	}
+	pos := h * float64(len(stops)-1)
+	i := int(pos)
+	if i >= len(stops)-1 {
+		i = len(stops) - 2
+	}
+	f := pos - float64(i)
+	var rgb [3]int
+	for k := range rgb {
+		rgb[k] = int(math.Round(stops[i][k] + (stops[i+1][k]-stops[i][k])*f))
+	}
+	const hex = "0123456789abcdef"
+	b := []byte{'#', 0, 0, 0, 0, 0, 0}
+	for k, v := range rgb {
+		b[1+2*k] = hex[v>>4]
+		b[2+2*k] = hex[v&15]
+	}
+	return string(b)
+}
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

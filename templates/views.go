@@ -6,8 +6,6 @@
 // console's CSP can forbid both.
 package templates
 
-import "github.com/perpetuity/perpetuity/web/heat"
-
 // Roles, as stored on accounts and bound in Casbin.
 const (
 	RolePlatformAdmin = "platform_admin"
@@ -163,9 +161,30 @@ type Item struct {
 	When           string // relative, e.g. "3 days ago"
 	WhenExact      string
 	Terms          []string
-	Heat           heat.Trajectory
+	Heat           HeatHistory
 	Chain          []ChainGroup // a few neighbours per group, for the compact line
 }
+
+// HeatHistory is an item's heat over the viewer's clock, computed by the
+// console with the engine's law; the pictures only lay it out.
+type HeatHistory struct {
+	Tau      float64
+	Now      int64         // the viewer's clock
+	End      int64         // the last clock drawn: now, or a later reheat
+	Current  float64       // heat now
+	Segments []HeatSegment // birth, then each adopted reheat, in clock order
+}
+
+// HeatSegment is the curve from one activation to the next (or to End):
+// it starts at Peak and decays through Samples, in clock order.
+type HeatSegment struct {
+	Clock   int64
+	Peak    float64
+	Samples []HeatSample
+}
+
+// HeatSample is the heat at one clock of a segment.
+type HeatSample struct{ Clock, Heat float64 }
 
 // Memory is the memory browser: one user's memory, searched.
 type Memory struct {

@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"time"
+
+	"github.com/perpetuity/perpetuity/memory"
 )
 
 // exact is a timestamp as the console shows it everywhere: UTC, to the minute.
@@ -13,26 +15,13 @@ func exact(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04 UTC")
 }
 
-// ago is t relative to now, the way people say it.
+// ago is t relative to now, worded as the engine words a turn's age in the
+// frames it renders; a zero time never happened.
 func ago(t, now time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return "just now"
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return plural(int(d/time.Minute), "minute") + " ago"
-	case d < 24*time.Hour:
-		return plural(int(d/time.Hour), "hour") + " ago"
-	case d < 60*24*time.Hour:
-		return plural(int(d/(24*time.Hour)), "day") + " ago"
-	default:
-		return t.UTC().Format("2006-01-02")
-	}
+	return memory.Age(t, now)
 }
 
 func plural(n int, unit string) string {

@@ -7,7 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/perpetuity/perpetuity/web/heat"
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/templates"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -19,15 +20,15 @@ func TestTrajectoryFromRows(t *testing.T) {
 		name    string
 		tLast   *int64
 		peak    *float64
-		reheats []heat.Point
+		reheats []memory.Activation
 		born    float64
 		points  int
 	}{
 		{"never activated by this viewer: cold", nil, nil, nil, 0, 1},
 		{"born hot, never reheated", ptr(int64(100)), ptr(0.9), nil, 0.9, 1},
-		{"reheats logged up to the activation", ptr(int64(300)), ptr(0.7), []heat.Point{{Clock: 200, Peak: 0.8}, {Clock: 300, Peak: 0.7}}, bornPeak, 3},
-		{"activation beyond the log is added", ptr(int64(300)), ptr(0.7), []heat.Point{{Clock: 200, Peak: 0.8}}, bornPeak, 3},
-		{"engine without a reheat log", ptr(int64(300)), ptr(0.7), nil, bornPeak, 2},
+		{"reheats logged up to the activation", ptr(int64(300)), ptr(0.7), []memory.Activation{{TLast: 200, Peak: 0.8}, {TLast: 300, Peak: 0.7}}, memory.BornPeak, 3},
+		{"activation beyond the log is added", ptr(int64(300)), ptr(0.7), []memory.Activation{{TLast: 200, Peak: 0.8}}, memory.BornPeak, 3},
+		{"engine without a reheat log", ptr(int64(300)), ptr(0.7), nil, memory.BornPeak, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -35,11 +36,11 @@ func TestTrajectoryFromRows(t *testing.T) {
 			row := base
 			row.TLast, row.Peak = c.tLast, c.peak
 			tr := trajectory(row, c.reheats)
-			if tr.Born.Peak != c.born || len(tr.Points()) != c.points {
-				t.Fatalf("born %v with %d points, want %v with %d", tr.Born.Peak, len(tr.Points()), c.born, c.points)
+			if tr.Born.Peak != c.born || len(tr.Activations()) != c.points {
+				t.Fatalf("born %v with %d points, want %v with %d", tr.Born.Peak, len(tr.Activations()), c.born, c.points)
 			}
 			if c.peak != nil {
-				want := heat.Decay(*c.peak, float64(400-*c.tLast), 50)
+				want := memory.Decay(*c.peak, float64(400-*c.tLast), 50)
 				if got := tr.Current(); got != want {
 					t.Fatalf("heat now %v, want %v from the activation row", got, want)
 				}
@@ -61,7 +62,8 @@ func TestAgo(t *testing.T) {
 		{now.Add(-time.Minute), "1 minute ago"},
 		{now.Add(-5 * time.Hour), "5 hours ago"},
 		{now.Add(-3 * 24 * time.Hour), "3 days ago"},
-		{now.Add(-90 * 24 * time.Hour), "2024-12-10"},
+		{now.Add(-90 * 24 * time.Hour), "3 months ago"},
+		{now.Add(-800 * 24 * time.Hour), "2 years ago"},
 	}
 	for _, c := range cases {
 		if got := ago(c.t, now); got != c.want {
@@ -126,7 +128,7 @@ func FuzzHashToken(f *testing.F) {
 }
 
 // TestCSSHeatScaleMatchesHeatColor keeps the stylesheet's heat classes (for
-// HTML elements) and heat.Color (for SVG fills) one scale.
+// HTML elements) and templates.HeatColor (for SVG fills) one scale.
 func TestCSSHeatScaleMatchesHeatColor(t *testing.T) {
 	t.Parallel()
 	css, err := staticFiles.ReadFile("static/console.css")
@@ -134,7 +136,7 @@ func TestCSSHeatScaleMatchesHeatColor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 0; n <= 10; n++ {
-		want := fmt.Sprintf(".heat-meter.heat-%d .fill { background: %s; }", n, heat.Color(float64(n)/10))
+		want := fmt.Sprintf(".heat-meter.heat-%d .fill { background: %s; }", n, templates.HeatColor(float64(n)/10))
 		if !strings.Contains(string(css), want) {
 			t.Errorf("console.css lacks %q", want)
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/templates"
-	"github.com/perpetuity/perpetuity/web/heat"
 )
 
 // Memory is what the memory browser needs from the memory engine. The
@@ -40,8 +40,8 @@ type Item struct {
 	Part           int // chunk index within its message
 	Text           string
 	BornAt         time.Time
-	Terms          []string        // retrieval terms, as the active dictionary sees them
-	Heat           heat.Trajectory // born hot, reheats, decay, now
+	Terms          []string          // retrieval terms, as the active dictionary sees them
+	Heat           memory.Trajectory // born hot, reheats, decay, now
 }
 
 const (
@@ -55,7 +55,7 @@ func toView(items []Item, now time.Time) []templates.Item {
 		out[i] = templates.Item{
 			ID: it.ID, ConversationID: it.ConversationID, Conversation: it.Conversation,
 			Role: it.Role, Speaker: it.Speaker, Part: it.Part, Text: it.Text,
-			When: ago(it.BornAt, now), WhenExact: exact(it.BornAt), Terms: it.Terms, Heat: it.Heat,
+			When: ago(it.BornAt, now), WhenExact: exact(it.BornAt), Terms: it.Terms, Heat: heatHistory(it.Heat),
 		}
 	}
 	return out

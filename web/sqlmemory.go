@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
-	"github.com/perpetuity/perpetuity/web/heat"
 )
 
 // SQLMemory is a Memory read straight from the store: full-text and
@@ -23,10 +23,6 @@ type SQLMemory struct {
 
 // NewSQLMemory reads memory for the browser from db.
 func NewSQLMemory(db *store.DB) *SQLMemory { return &SQLMemory{db: db} }
-
-// bornPeak is the heat an item is born with when the activation row no
-// longer tells (it has been reheated since).
-const bornPeak = 1.0
 
 // maxTerms bounds the retrieval terms listed per item.
 const maxTerms = 40
@@ -166,9 +162,9 @@ func (m *SQLMemory) items(ctx context.Context, tx pgx.Tx, tenantID, viewer int64
 	if err != nil {
 		return nil, err
 	}
-	byItem := map[int64][]heat.Point{}
+	byItem := map[int64][]memory.Activation{}
 	for _, h := range reheats {
-		byItem[h.ItemID] = append(byItem[h.ItemID], heat.Point{Clock: h.Clock, Peak: h.Peak})
+		byItem[h.ItemID] = append(byItem[h.ItemID], memory.Activation{TLast: h.Clock, Peak: h.Peak})
 	}
 	out := make([]Item, len(rows))
 	for i, row := range rows {
@@ -185,19 +181,20 @@ func (m *SQLMemory) items(ctx context.Context, tx pgx.Tx, tenantID, viewer int64
 // activation row the viewer never activated the item: it is drawn cold.
 // The activation row is the latest adopted state; if the reheat log does
 // not end there (an engine that does not log), it is added as a reheat.
-func trajectory(row itemRow, reheats []heat.Point) heat.Trajectory {
-	t := heat.Trajectory{Tau: row.Tau, Now: row.Clock, Born: heat.Point{Clock: row.BornClock}, Reheats: reheats}
+func trajectory(row itemRow, reheats []memory.Activation) memory.Trajectory {
+	t := memory.Trajectory{Tau: row.Tau, Now: row.Clock, Born: memory.Activation{TLast: row.BornClock}, Reheats: reheats}
 	if row.TLast == nil || row.Peak == nil {
 		return t
 	}
-	last := heat.Point{Clock: *row.TLast, Peak: *row.Peak}
+	last := memory.Activation{TLast: *row.TLast, Peak: *row.Peak}
 	switch {
-	case last.Clock == row.BornClock && len(reheats) == 0:
+	case last.TLast == row.BornClock && len(reheats) == 0:
 		t.Born.Peak = last.Peak
 	default:
-		t.Born.Peak = bornPeak
+		// Reheated since: the row no longer tells the birth peak.
+		t.Born.Peak = memory.BornPeak
 		if n := len(reheats); n == 0 || reheats[n-1] != last {
-			if last.Clock > row.BornClock {
+			if last.TLast > row.BornClock {
 				t.Reheats = append(t.Reheats, last)
 			}
 		}

@@ -43,7 +43,7 @@ func ErrorToMessages(status int, body []byte) (int, []byte) {
 	if msg == "" {
 		msg = bodyText(status, body)
 	}
-	out, _ := jsonx.Marshal(anthropic.NewErrorBody(messagesErrorType(status), msg))
+	out, _ := jsonx.Marshal(anthropic.NewErrorBody(StatusErrorType(status), msg))
 	return status, out
 }
 
@@ -55,7 +55,7 @@ func anthropicErrorOf(status int, body []byte) (typ, msg string) {
 		msg = bodyText(status, body)
 	}
 	if typ == "" {
-		typ = messagesErrorType(status)
+		typ = StatusErrorType(status)
 	}
 	return typ, msg
 }
@@ -102,8 +102,10 @@ func chatErrorType(typ string) (string, string) {
 	return openai.ErrServer, ""
 }
 
-// messagesErrorType picks the Anthropic error type that goes with status.
-func messagesErrorType(status int) string {
+// StatusErrorType is the error type that goes with an HTTP status, in
+// Anthropic's vocabulary: the proxy's one table from status to kind of
+// error (app names the kind of an HTTP error by it too).
+func StatusErrorType(status int) string {
 	switch status {
 	case http.StatusUnauthorized:
 		return anthropic.ErrAuthentication

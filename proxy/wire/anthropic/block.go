@@ -52,14 +52,7 @@ type contentBlock ContentBlock
 // types this package does not model reuse keys with other types) stays in
 // Extra verbatim and is written back in place.
 func (b *ContentBlock) UnmarshalJSON(data []byte) error {
-	var a contentBlock
-	extra, err := jsonx.DecodeObjectLenient(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*b = ContentBlock(a)
-	return nil
+	return jsonx.UnmarshalExtraLenient(data, (*contentBlock)(b), &b.Extra)
 }
 
 // MarshalJSON implements json.Marshaler. The keys a block type requires are
@@ -138,14 +131,7 @@ type source Source
 
 // UnmarshalJSON implements json.Unmarshaler, leniently like ContentBlock.
 func (s *Source) UnmarshalJSON(data []byte) error {
-	var a source
-	extra, err := jsonx.DecodeObjectLenient(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*s = Source(a)
-	return nil
+	return jsonx.UnmarshalExtraLenient(data, (*source)(s), &s.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.

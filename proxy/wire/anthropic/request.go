@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -33,14 +32,7 @@ type messagesRequest MessagesRequest
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (r *MessagesRequest) UnmarshalJSON(data []byte) error {
-	var a messagesRequest
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*r = MessagesRequest(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*messagesRequest)(r), &r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -88,14 +80,7 @@ type metadata Metadata
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (m *Metadata) UnmarshalJSON(data []byte) error {
-	var a metadata
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*m = Metadata(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*metadata)(m), &m.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -140,14 +125,7 @@ type message Message
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	var a message
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*m = Message(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*message)(m), &m.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -191,37 +169,12 @@ func (c Content) join(sep string) string {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *Content) UnmarshalJSON(data []byte) error {
-	*c = Content{}
-	switch firstByte(data) {
-	case 'n':
-		return nil
-	case '"':
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-		c.String = &s
-		return nil
-	case '[':
-		blocks := []ContentBlock{}
-		if err := json.Unmarshal(data, &blocks); err != nil {
-			return err
-		}
-		c.Blocks = blocks
-		return nil
-	}
-	return fmt.Errorf("content: want string, array or null, got %.20s", data)
+	return jsonx.UnmarshalContent(data, &c.String, &c.Blocks)
 }
 
 // MarshalJSON implements json.Marshaler.
 func (c Content) MarshalJSON() ([]byte, error) {
-	switch {
-	case c.String != nil:
-		return jsonx.Marshal(*c.String)
-	case c.Blocks != nil:
-		return jsonx.Marshal(c.Blocks)
-	}
-	return []byte("null"), nil
+	return jsonx.MarshalContent(c.String, c.Blocks)
 }
 
 // Tool is one entry of MessagesRequest.Tools: a client tool (Type "" or
@@ -241,14 +194,7 @@ type tool Tool
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (t *Tool) UnmarshalJSON(data []byte) error {
-	var a tool
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*t = Tool(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*tool)(t), &t.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -273,12 +219,4 @@ type ToolChoice struct {
 	Type                   string `json:"type"`
 	Name                   string `json:"name,omitempty"`
 	DisableParallelToolUse *bool  `json:"disable_parallel_tool_use,omitempty"`
-}
-
-func firstByte(data []byte) byte {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 {
-		return 0
-	}
-	return data[0]
 }

@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 )
 
 // ErrorBody is the JSON body of an error response, and the data of an
@@ -47,7 +49,7 @@ func (d ErrorDetail) CodeString() string {
 // message string as some OpenAI-compatible servers send. ok is false when
 // raw is absent, null, or neither.
 func ParseErrorDetail(raw json.RawMessage) (d ErrorDetail, ok bool) {
-	switch firstByte(raw) {
+	switch jsonx.FirstByte(raw) {
 	case '{':
 		if json.Unmarshal(raw, &d) != nil {
 			var loose map[string]json.RawMessage

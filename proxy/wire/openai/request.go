@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -33,14 +32,7 @@ type chatRequest ChatRequest
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (r *ChatRequest) UnmarshalJSON(data []byte) error {
-	var a chatRequest
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*r = ChatRequest(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*chatRequest)(r), &r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -98,14 +90,7 @@ type message Message
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	var a message
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*m = Message(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*message)(m), &m.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -146,37 +131,12 @@ func (c Content) Text() string {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *Content) UnmarshalJSON(data []byte) error {
-	*c = Content{}
-	switch firstByte(data) {
-	case 'n':
-		return nil
-	case '"':
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-		c.String = &s
-		return nil
-	case '[':
-		parts := []ContentPart{}
-		if err := json.Unmarshal(data, &parts); err != nil {
-			return err
-		}
-		c.Parts = parts
-		return nil
-	}
-	return fmt.Errorf("content: want string, array or null, got %.20s", data)
+	return jsonx.UnmarshalContent(data, &c.String, &c.Parts)
 }
 
 // MarshalJSON implements json.Marshaler.
 func (c Content) MarshalJSON() ([]byte, error) {
-	switch {
-	case c.String != nil:
-		return jsonx.Marshal(*c.String)
-	case c.Parts != nil:
-		return jsonx.Marshal(c.Parts)
-	}
-	return []byte("null"), nil
+	return jsonx.MarshalContent(c.String, c.Parts)
 }
 
 // Content part types.
@@ -209,14 +169,7 @@ type contentPart ContentPart
 // whose value does not fit its field (say "image_url" as a bare string, which
 // some servers accept) stays in Extra verbatim and is written back in place.
 func (p *ContentPart) UnmarshalJSON(data []byte) error {
-	var a contentPart
-	extra, err := jsonx.DecodeObjectLenient(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*p = ContentPart(a)
-	return nil
+	return jsonx.UnmarshalExtraLenient(data, (*contentPart)(p), &p.Extra)
 }
 
 // MarshalJSON implements json.Marshaler. A text part always carries its
@@ -273,14 +226,7 @@ type toolCall ToolCall
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *ToolCall) UnmarshalJSON(data []byte) error {
-	var a toolCall
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*c = ToolCall(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*toolCall)(c), &c.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -307,14 +253,7 @@ type tool Tool
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (t *Tool) UnmarshalJSON(data []byte) error {
-	var a tool
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*t = Tool(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*tool)(t), &t.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -351,7 +290,7 @@ type ToolChoice struct {
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 	*c = ToolChoice{}
-	switch firstByte(data) {
+	switch jsonx.FirstByte(data) {
 	case '"':
 		return json.Unmarshal(data, &c.Mode)
 	case '{':
@@ -395,14 +334,7 @@ type streamOptions StreamOptions
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (s *StreamOptions) UnmarshalJSON(data []byte) error {
-	var a streamOptions
-	extra, err := jsonx.DecodeObject(data, &a)
-	if err != nil {
-		return err
-	}
-	a.Extra = extra
-	*s = StreamOptions(a)
-	return nil
+	return jsonx.UnmarshalExtra(data, (*streamOptions)(s), &s.Extra)
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -416,7 +348,7 @@ type StringList []string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *StringList) UnmarshalJSON(data []byte) error {
-	switch firstByte(data) {
+	switch jsonx.FirstByte(data) {
 	case '"':
 		var s string
 		if err := json.Unmarshal(data, &s); err != nil {
@@ -443,12 +375,4 @@ func ParseChatRequest(body []byte) (ChatRequest, error) {
 		return ChatRequest{}, fmt.Errorf("chat completions request: %w", err)
 	}
 	return r, nil
-}
-
-func firstByte(data []byte) byte {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 {
-		return 0
-	}
-	return data[0]
 }
