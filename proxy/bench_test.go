@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkCrossDialectBuild(b *testing.B) {
 	frame := &memory.Frame{Turns: append(recollection(), memory.Turn{Role: "user", Text: "What is my cat called?"})}
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		in, err := parseInbound(OpenAIChat, body)
+		in, err := parseInbound(dialect.OpenAIChat, body)
 		if err != nil {
 			b.Fatal(err)
 		}

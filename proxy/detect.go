@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // Provider detection (DESIGN §3). Which provider a request is for is read
@@ -42,10 +43,10 @@ import (
 
 // provider is one upstream from the configuration.
 type provider struct {
-	name    string  // "openai", "anthropic", "openrouter" or a declared name
-	base    string  // base URL from configuration
-	dialect Dialect // OpenAIChat (OpenAI-compatible) or AnthropicMessages
-	noTools bool    // never offer the memory tools (Upstream.NoTools)
+	name    string          // "openai", "anthropic", "openrouter" or a declared name
+	base    string          // base URL from configuration
+	dialect dialect.Dialect // OpenAIChat (OpenAI-compatible) or AnthropicMessages
+	noTools bool            // never offer the memory tools (Upstream.NoTools)
 	// paths are the endpoints pass-through relays to it (passpath.go);
 	// none for declared upstreams, which pass-through never picks.
 	paths []pathShape
@@ -68,12 +69,12 @@ func newProviders(cfg Config) providers {
 		or = DefaultOpenRouterBaseURL
 	}
 	ps := providers{
-		openai:     provider{name: "openai", base: strings.TrimRight(cfg.OpenAIBaseURL, "/"), dialect: OpenAIChat, paths: openAIPaths()},
-		anthropic:  provider{name: "anthropic", base: strings.TrimRight(cfg.AnthropicBaseURL, "/"), dialect: AnthropicMessages, paths: anthropicPaths()},
-		openrouter: provider{name: "openrouter", base: strings.TrimRight(or, "/"), dialect: OpenAIChat, paths: openRouterPaths()},
+		openai:     provider{name: "openai", base: strings.TrimRight(cfg.OpenAIBaseURL, "/"), dialect: dialect.OpenAIChat, paths: openAIPaths()},
+		anthropic:  provider{name: "anthropic", base: strings.TrimRight(cfg.AnthropicBaseURL, "/"), dialect: dialect.AnthropicMessages, paths: anthropicPaths()},
+		openrouter: provider{name: "openrouter", base: strings.TrimRight(or, "/"), dialect: dialect.OpenAIChat, paths: openRouterPaths()},
 	}
 	for _, u := range cfg.Upstreams {
-		pr := provider{name: u.Name, base: strings.TrimRight(u.BaseURL, "/"), dialect: OpenAIChat, noTools: u.NoTools}
+		pr := provider{name: u.Name, base: strings.TrimRight(u.BaseURL, "/"), dialect: dialect.OpenAIChat, noTools: u.NoTools}
 		for _, p := range u.Prefixes {
 			ps.declared = append(ps.declared, declaredPrefix{prefix: strings.ToLower(p), prov: pr})
 		}
@@ -187,9 +188,9 @@ func readCredentials(h http.Header) credentials {
 }
 
 // forDialect is the credential a provider of dialect d reads.
-func (c credentials) forDialect(d Dialect) credential {
+func (c credentials) forDialect(d dialect.Dialect) credential {
 	first, second := c.bearer, c.apiKey
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		first, second = c.apiKey, c.bearer
 	}
 	if first.present() {
@@ -258,10 +259,10 @@ func (ps *providers) detect(model string, h http.Header) (target, error) {
 	m := strings.ToLower(model)
 	for _, d := range ps.declared {
 		if strings.HasPrefix(m, d.prefix) {
-			return target{prov: d.prov, cred: creds.forDialect(OpenAIChat)}, nil
+			return target{prov: d.prov, cred: creds.forDialect(dialect.OpenAIChat)}, nil
 		}
 	}
-	if c := creds.forDialect(OpenAIChat); c.kind == keyOpenRouter {
+	if c := creds.forDialect(dialect.OpenAIChat); c.kind == keyOpenRouter {
 		return target{prov: ps.openrouter, cred: c}, nil
 	}
 	switch classifyModel(model) {

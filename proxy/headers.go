@@ -3,6 +3,8 @@ package proxy
 import (
 	"net/http"
 	"strings"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // anthropicVersion is sent to Anthropic when the caller did not say: OpenAI
@@ -31,7 +33,7 @@ func outboundHeaders(src http.Header, tg target) http.Header {
 		}
 	}
 	switch tg.prov.dialect {
-	case AnthropicMessages:
+	case dialect.AnthropicMessages:
 		switch {
 		case !tg.cred.present():
 		case !tg.cred.bearer || tg.cred.kind == keyAnthropic && !isAnthropicOAuth(tg.cred.value):
@@ -65,7 +67,7 @@ func allowedOutbound(k string, pr provider) bool {
 	if strings.HasPrefix(k, "X-Stainless-") {
 		return true
 	}
-	if pr.dialect == AnthropicMessages {
+	if pr.dialect == dialect.AnthropicMessages {
 		// anthropic-version, anthropic-beta, ...; X-App names the harness
 		// (Claude Code sends it).
 		return strings.HasPrefix(k, "Anthropic-") || k == "X-App"

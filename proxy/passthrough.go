@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // noDeadline clears a write deadline for a long stream.
@@ -85,7 +87,7 @@ func (p *Proxy) passthrough(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("provider base URL: %w", err)
 	}
-	if tg.prov.dialect == AnthropicMessages {
+	if tg.prov.dialect == dialect.AnthropicMessages {
 		base = base.JoinPath("v1")
 	}
 	body := http.MaxBytesReader(c.Response(), req.Body, p.cfg.MaxBodyBytes)
@@ -133,7 +135,7 @@ func (p *Proxy) passthrough(c echo.Context) error {
 // provider, as the chat routes do (detect.go).
 func (ps *providers) passthroughTarget(h http.Header) (target, error) {
 	creds := readCredentials(h)
-	if c := creds.forDialect(OpenAIChat); c.kind == keyOpenRouter {
+	if c := creds.forDialect(dialect.OpenAIChat); c.kind == keyOpenRouter {
 		return target{prov: ps.openrouter, cred: c}, nil
 	}
 	pr, foreign := ps.openai, []keyKind{keyAnthropic}

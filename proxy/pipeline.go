@@ -14,6 +14,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // switches are the per-request X-Perpetuity-* controls.
@@ -71,7 +72,7 @@ type turn struct {
 	session harnessSession
 }
 
-func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
+func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Set(dialectKey, d)
 		req := c.Request()

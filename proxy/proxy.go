@@ -31,6 +31,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
 
@@ -131,9 +132,9 @@ func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 func (p *Proxy) Register(e *echo.Echo) {
 	for _, prefix := range []string{"/k/:key/v1", "/v1"} {
 		g := e.Group(prefix, p.tagDialect)
-		g.POST("/chat/completions", p.chat(OpenAIChat))
-		g.POST("/messages", p.chat(AnthropicMessages))
-		g.POST("/responses", p.chat(OpenAIResponses))
+		g.POST("/chat/completions", p.chat(dialect.OpenAIChat))
+		g.POST("/messages", p.chat(dialect.AnthropicMessages))
+		g.POST("/responses", p.chat(dialect.OpenAIResponses))
 		g.Any("/*", p.passthrough)
 	}
 }
@@ -142,8 +143,8 @@ func (p *Proxy) Register(e *echo.Echo) {
 const dialectKey = "perpetuity.dialect"
 
 // DialectOf reports the dialect a proxy route answers in (0 outside the proxy).
-func DialectOf(c echo.Context) Dialect {
-	d, _ := c.Get(dialectKey).(Dialect)
+func DialectOf(c echo.Context) dialect.Dialect {
+	d, _ := c.Get(dialectKey).(dialect.Dialect)
 	return d
 }
 
@@ -161,18 +162,18 @@ func (p *Proxy) tagDialect(next echo.HandlerFunc) echo.HandlerFunc {
 
 // guessDialect picks the error dialect for a route before the body is read:
 // the messages route and Anthropic-style credentials speak Anthropic.
-func guessDialect(r *http.Request) Dialect {
+func guessDialect(r *http.Request) dialect.Dialect {
 	path := r.URL.Path
 	if strings.HasSuffix(path, "/messages") {
-		return AnthropicMessages
+		return dialect.AnthropicMessages
 	}
 	if strings.HasSuffix(path, "/responses") {
-		return OpenAIResponses
+		return dialect.OpenAIResponses
 	}
 	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" {
-		return AnthropicMessages
+		return dialect.AnthropicMessages
 	}
-	return OpenAIChat
+	return dialect.OpenAIChat
 }
 
 func newRequestID() string {

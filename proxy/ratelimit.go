@@ -43,6 +43,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // LimitSource reads a tenant's own per-key limits; store.ErrNotFound means
@@ -358,7 +359,7 @@ func (p *Proxy) admit(c echo.Context, k store.KeyIdentity) error {
 
 // setLimitHeaders writes the dialect's rate-limit headers for the limits
 // that are set (OpenAI x-ratelimit-*, Anthropic anthropic-ratelimit-*).
-func setLimitHeaders(h http.Header, d Dialect, v verdict) {
+func setLimitHeaders(h http.Header, d dialect.Dialect, v verdict) {
 	for _, q := range []struct {
 		name string
 		q    *quota
@@ -367,7 +368,7 @@ func setLimitHeaders(h http.Header, d Dialect, v verdict) {
 			continue
 		}
 		limit, remaining := strconv.FormatInt(q.q.limit, 10), strconv.FormatInt(q.q.remaining, 10)
-		if d == AnthropicMessages {
+		if d == dialect.AnthropicMessages {
 			h.Set("anthropic-ratelimit-"+q.name+"-limit", limit)
 			h.Set("anthropic-ratelimit-"+q.name+"-remaining", remaining)
 			continue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
@@ -295,8 +296,8 @@ func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 }
 
 // isTerminator tells the provider's last event of a stream.
-func isTerminator(d Dialect, ev sse.Event) bool {
-	if d == AnthropicMessages {
+func isTerminator(d dialect.Dialect, ev sse.Event) bool {
+	if d == dialect.AnthropicMessages {
 		return ev.Event == "message_stop"
 	}
 	return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))

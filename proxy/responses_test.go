@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
@@ -179,7 +180,7 @@ func TestParseResponsesInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			in, err := parseInbound(OpenAIResponses, []byte(c.body))
+			in, err := parseInbound(dialect.OpenAIResponses, []byte(c.body))
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want %q", err, c.err)

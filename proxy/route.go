@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 	"github.com/perpetuity/perpetuity/proxy/wire/anthropic"
 	"github.com/perpetuity/perpetuity/proxy/wire/openai"
@@ -15,8 +16,8 @@ import (
 type upstream struct {
 	provider string
 	url      string
-	dialect  Dialect // what the provider speaks on this call
-	noTools  bool    // the operator declared the upstream notools
+	dialect  dialect.Dialect // what the provider speaks on this call
+	noTools  bool            // the operator declared the upstream notools
 	header   http.Header
 	// build renders the request body for the provider, frame included.
 	build func(in *inbound, f *memory.Frame) ([]byte, error)
@@ -41,13 +42,13 @@ func (p *Proxy) route(in *inbound, h http.Header, tr *translate.Translator) (ups
 	}
 	up := upstream{provider: tg.prov.name, dialect: tg.prov.dialect, noTools: tg.prov.noTools, header: upstreamHeaders(h, tg), build: renderFrame}
 	switch {
-	case in.dialect == OpenAIChat && tg.prov.dialect == OpenAIChat:
+	case in.dialect == dialect.OpenAIChat && tg.prov.dialect == dialect.OpenAIChat:
 		up.url = tg.prov.base + "/chat/completions"
 
-	case in.dialect == AnthropicMessages && tg.prov.dialect == AnthropicMessages:
+	case in.dialect == dialect.AnthropicMessages && tg.prov.dialect == dialect.AnthropicMessages:
 		up.url = tg.prov.base + "/v1/messages"
 
-	case in.dialect == OpenAIChat && tg.prov.dialect == AnthropicMessages:
+	case in.dialect == dialect.OpenAIChat && tg.prov.dialect == dialect.AnthropicMessages:
 		// Refuse what cannot be translated now, before anything is stored.
 		if _, err := openai.ParseChatRequest(in.body); err != nil {
 			return upstream{}, errBadRequest("request cannot be translated for Anthropic: %s", err.Error())
@@ -70,7 +71,7 @@ func (p *Proxy) route(in *inbound, h http.Header, tr *translate.Translator) (ups
 		}
 		up.errorBody = translate.ErrorToChat
 
-	case in.dialect == AnthropicMessages && tg.prov.dialect == OpenAIChat:
+	case in.dialect == dialect.AnthropicMessages && tg.prov.dialect == dialect.OpenAIChat:
 		if _, err := anthropic.ParseMessagesRequest(in.body); err != nil {
 			return upstream{}, errBadRequest("request cannot be translated for %s: %s", providerTitle(tg.prov.name), err.Error())
 		}
@@ -90,11 +91,11 @@ func (p *Proxy) route(in *inbound, h http.Header, tr *translate.Translator) (ups
 		up.stream = func() translate.Stream { return tr.NewChatToMessagesStream(translate.StreamOptions{Model: in.model}) }
 		up.errorBody = translate.ErrorToMessages
 
-	case in.dialect == OpenAIResponses && tg.prov.dialect == OpenAIChat:
+	case in.dialect == dialect.OpenAIResponses && tg.prov.dialect == dialect.OpenAIChat:
 		up.url = tg.prov.base + "/responses"
-		up.dialect = OpenAIResponses
+		up.dialect = dialect.OpenAIResponses
 
-	case in.dialect == OpenAIResponses && tg.prov.dialect == AnthropicMessages:
+	case in.dialect == dialect.OpenAIResponses && tg.prov.dialect == dialect.AnthropicMessages:
 		return upstream{}, errBadRequest("model %q is served by Anthropic, and the Responses API is relayed to OpenAI-compatible "+
 			"providers only; use /v1/chat/completions or /v1/messages, which translate", in.model)
 

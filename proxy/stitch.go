@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
 
@@ -39,7 +40,7 @@ type stitcher interface {
 }
 
 func newStitcher(l *toolLoop) stitcher {
-	if l.dialect == AnthropicMessages {
+	if l.dialect == dialect.AnthropicMessages {
 		return &anthropicStitcher{loop: l, byIndex: map[int]*anthBlock{}}
 	}
 	return &chatStitcher{loop: l, tools: map[int]*chatCall{}}

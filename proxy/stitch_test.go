@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
 
@@ -46,17 +47,17 @@ func TestStitcherContinuation(t *testing.T) {
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 	cases := []struct {
 		name      string
-		d         Dialect
+		d         dialect.Dialect
 		stream    string
 		forwarded []string // what the harness got, in order (event names or data prefixes)
 		assistant string
 		calls     string
 	}{
-		{"anthropic_thinking", AnthropicMessages, anth,
+		{"anthropic_thinking", dialect.AnthropicMessages, anth,
 			[]string{"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop"},
 			`{"content":[{"type":"thinking","thinking":"Memory may know.","signature":"SIG=="},{"type":"tool_use","id":"toolu_m","name":"memory_chain","input":{"item":42}}],"role":"assistant"}`,
 			"toolu_m memory_chain {\"item\":42}"},
-		{"openai_parallel", OpenAIChat, chatRound, []string{`{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hm."}`},
+		{"openai_parallel", dialect.OpenAIChat, chatRound, []string{`{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hm."}`},
 			`{"role":"assistant","content":"Hm.","tool_calls":[{"id":"k","type":"function","function":{"name":"get_weather","arguments":"{}"}},{"id":"m","type":"function","function":{"name":"memory_reopen","arguments":"{}"}}]}`,
 			"k get_weather {}|m memory_reopen {}"},
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // Non-streamed replies in the memory-tool loop: each round's reply is read
@@ -14,12 +15,12 @@ import (
 
 // roundOf reads a non-streamed reply's tool calls, stop reason and the
 // assistant message that goes back to the model if the loop continues.
-func roundOf(d Dialect, body []byte) (calls []toolCall, stop string, assistant json.RawMessage, err error) {
+func roundOf(d dialect.Dialect, body []byte) (calls []toolCall, stop string, assistant json.RawMessage, err error) {
 	o, err := parseObject(body)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		stop = o.str("stop_reason")
 		blocks := o.array("content")
 		for _, b := range blocks {
@@ -106,14 +107,14 @@ func chatChoice(o *object) (choice, msg *object, err error) {
 // (a blank line between rounds), the last round's harness tool calls, the
 // last round's stop reason (an answer, when only memory calls were
 // dropped), and the usage of all rounds added up.
-func mergeRounds(d Dialect, bodies [][]byte) ([]byte, error) {
+func mergeRounds(d dialect.Dialect, bodies [][]byte) ([]byte, error) {
 	last, err := parseObject(bodies[len(bodies)-1])
 	if err != nil {
 		return nil, err
 	}
 	var usage json.RawMessage
 	var text string
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		var content []json.RawMessage
 		harness := false
 		for i, body := range bodies {

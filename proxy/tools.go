@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // Memory tools in the reply (DESIGN §7). The loop works in the provider's
@@ -60,7 +61,7 @@ type toolCall struct {
 
 // toolLoop is one turn's memory-tool loop, in the provider's dialect.
 type toolLoop struct {
-	dialect Dialect
+	dialect dialect.Dialect
 	state   *memory.ToolState
 	max     int
 	round   int // the round being served, from 1
@@ -83,7 +84,7 @@ func (p *Proxy) toolsFor(t *turn) bool {
 	if !t.sw.tools || !t.sw.recall || in.live < 0 || in.stateful || p.toolRounds() < 2 || t.up.noTools {
 		return false
 	}
-	if in.dialect == OpenAIResponses || t.up.dialect == OpenAIResponses {
+	if in.dialect == dialect.OpenAIResponses || t.up.dialect == dialect.OpenAIResponses {
 		return false
 	}
 	if raw, ok := in.fields["n"]; ok {
@@ -97,7 +98,7 @@ func (p *Proxy) toolsFor(t *turn) bool {
 
 // offer starts the loop on the first round's request: the memory tools
 // after the harness's, their instruction after its system prompt.
-func (p *Proxy) offer(q memory.FrameQuery, f memory.Frame, d Dialect, body []byte) (*toolLoop, []byte, error) {
+func (p *Proxy) offer(q memory.FrameQuery, f memory.Frame, d dialect.Dialect, body []byte) (*toolLoop, []byte, error) {
 	o, err := parseObject(body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tools: request body: %w", err)
@@ -109,7 +110,7 @@ func (p *Proxy) offer(q memory.FrameQuery, f memory.Frame, d Dialect, body []byt
 		tools = append(tools, toolDefinition(d, s))
 	}
 	o.set("tools", tools)
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		o.setRaw("system", withInstructions(o.get("system")))
 	} else {
 		msgs := o.array("messages")
@@ -137,9 +138,9 @@ func (p *Proxy) offer(q memory.FrameQuery, f memory.Frame, d Dialect, body []byt
 }
 
 // toolDefinition wraps a memory tool in the provider's dialect.
-func toolDefinition(d Dialect, s memory.ToolSpec) json.RawMessage {
+func toolDefinition(d dialect.Dialect, s memory.ToolSpec) json.RawMessage {
 	var v any
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		v = struct {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
@@ -242,7 +243,7 @@ func (l *toolLoop) next(assistant json.RawMessage, calls []toolCall, results []s
 		return nil, err
 	}
 	msgs := append(o.array("messages"), assistant)
-	if l.dialect == AnthropicMessages {
+	if l.dialect == dialect.AnthropicMessages {
 		var blocks []any
 		for i, c := range calls {
 			blocks = append(blocks, map[string]string{"type": "tool_result", "tool_use_id": c.id, "content": results[i]})
@@ -270,7 +271,7 @@ func (l *toolLoop) next(assistant json.RawMessage, calls []toolCall, results []s
 			}
 		}
 		o.set("tools", keep)
-	} else if l.dialect == AnthropicMessages {
+	} else if l.dialect == dialect.AnthropicMessages {
 		o.setRaw("tool_choice", json.RawMessage(`{"type":"none"}`))
 	} else {
 		o.setRaw("tool_choice", json.RawMessage(`"none"`))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
 
@@ -38,9 +39,9 @@ func FuzzStitch(f *testing.F) {
 	f.Add(true, "event: content_block_delta\ndata: {\"index\":7}\n\n")
 	f.Add(false, "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]}\n\n")
 	f.Fuzz(func(t *testing.T, anthropic bool, stream string) {
-		d := OpenAIChat
+		d := dialect.OpenAIChat
 		if anthropic {
-			d = AnthropicMessages
+			d = dialect.AnthropicMessages
 		}
 		l := &toolLoop{dialect: d, max: 3, round: 1, body: []byte(`{"messages":[]}`)}
 		st := newStitcher(l)
@@ -76,9 +77,9 @@ func FuzzMergeRounds(f *testing.F) {
 	f.Add(true, `{"content":[{"type":"text","text":"a"},{"type":"tool_use","name":"memory_search","input":{}}],"usage":{"input_tokens":1}}`, `{"content":[{"type":"text","text":"b"}],"stop_reason":"end_turn"}`)
 	f.Add(false, `{"choices":[{"message":{"content":"a","tool_calls":[{"function":{"name":"memory_count"}}]}}],"usage":{"prompt_tokens":1}}`, `{"choices":[{"message":{"content":"b"},"finish_reason":"stop"}]}`)
 	f.Fuzz(func(t *testing.T, anthropic bool, a, b string) {
-		d := OpenAIChat
+		d := dialect.OpenAIChat
 		if anthropic {
-			d = AnthropicMessages
+			d = dialect.AnthropicMessages
 		}
 		for _, body := range []string{a, b} {
 			if _, _, asst, err := roundOf(d, []byte(body)); err == nil && !json.Valid(asst) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
 )
 
@@ -15,18 +16,18 @@ import (
 // loop runs on.
 type toolRoute struct {
 	name, path, header, model string
-	client, provider          Dialect
+	client, provider          dialect.Dialect
 }
 
 var toolRoutes = []toolRoute{
-	{"chat", "/v1/chat/completions", "Authorization: Bearer sk-proj-secret", "gpt-4o", OpenAIChat, OpenAIChat},
-	{"messages", "/v1/messages", "X-Api-Key: sk-ant-api03-secret", "claude-sonnet-4-5", AnthropicMessages, AnthropicMessages},
-	{"chat_to_anthropic", "/v1/chat/completions", chatHeader, "claude-sonnet-4-5", OpenAIChat, AnthropicMessages},
-	{"messages_to_openai", "/v1/messages", messagesHeader, "gpt-4o-mini", AnthropicMessages, OpenAIChat},
+	{"chat", "/v1/chat/completions", "Authorization: Bearer sk-proj-secret", "gpt-4o", dialect.OpenAIChat, dialect.OpenAIChat},
+	{"messages", "/v1/messages", "X-Api-Key: sk-ant-api03-secret", "claude-sonnet-4-5", dialect.AnthropicMessages, dialect.AnthropicMessages},
+	{"chat_to_anthropic", "/v1/chat/completions", chatHeader, "claude-sonnet-4-5", dialect.OpenAIChat, dialect.AnthropicMessages},
+	{"messages_to_openai", "/v1/messages", messagesHeader, "gpt-4o-mini", dialect.AnthropicMessages, dialect.OpenAIChat},
 }
 
 func (r toolRoute) upstream(tp *testProxy) upstreamServer {
-	if r.provider == AnthropicMessages {
+	if r.provider == dialect.AnthropicMessages {
 		return tp.anthropic
 	}
 	return tp.openai
@@ -36,7 +37,7 @@ func (r toolRoute) upstream(tp *testProxy) upstreamServer {
 // question, optionally with a harness tool.
 func (r toolRoute) body(stream, harnessTool bool) string {
 	var b strings.Builder
-	if r.client == AnthropicMessages {
+	if r.client == dialect.AnthropicMessages {
 		fmt.Fprintf(&b, `{"model":%q,"max_tokens":300,"system":"You are terse.","messages":[`+
 			`{"role":"user","content":"Hi, I am ada."},{"role":"assistant","content":"HARNESS COPY"},`+
 			`{"role":"user","content":"What colour is my cat?"}]`, r.model)
@@ -182,7 +183,7 @@ func (m *fakeMemory) lastQueryTools() bool {
 // the instruction; each round after the first ends with the previous
 // round's calls and their results, natively; the last round makes the
 // model answer.
-func checkRounds(t *testing.T, d Dialect, reqs []fakeprovider.Recorded, harnessTool bool, replies []fakeprovider.Reply) {
+func checkRounds(t *testing.T, d dialect.Dialect, reqs []fakeprovider.Recorded, harnessTool bool, replies []fakeprovider.Reply) {
 	t.Helper()
 	for i, rec := range reqs {
 		u := readUpstream(t, d, rec.Body)
@@ -199,7 +200,7 @@ func checkRounds(t *testing.T, d Dialect, reqs []fakeprovider.Recorded, harnessT
 		}
 		wantChoice := ""
 		if last && !harnessTool {
-			wantChoice = map[Dialect]string{OpenAIChat: `"none"`, AnthropicMessages: `{"type":"none"}`}[d]
+			wantChoice = map[dialect.Dialect]string{dialect.OpenAIChat: `"none"`, dialect.AnthropicMessages: `{"type":"none"}`}[d]
 		}
 		if u.toolChoice != wantChoice {
 			t.Fatalf("round %d tool_choice %s, want %q", i+1, u.toolChoice, wantChoice)
@@ -270,7 +271,7 @@ type upstreamView struct {
 	priorText string
 }
 
-func readUpstream(t *testing.T, d Dialect, body []byte) upstreamView {
+func readUpstream(t *testing.T, d dialect.Dialect, body []byte) upstreamView {
 	t.Helper()
 	var req struct {
 		Tools      []json.RawMessage `json:"tools"`
@@ -300,7 +301,7 @@ func readUpstream(t *testing.T, d Dialect, body []byte) upstreamView {
 		s, _, _ := contentText(raw)
 		return s
 	}
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		u.system = text(req.System)
 		n := len(req.Messages)
 		if n >= 2 && req.Messages[n-2].Role == "assistant" {
