@@ -7,6 +7,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 	"github.com/perpetuity/perpetuity/proxy/wire/openai"
 )
 
@@ -134,7 +135,7 @@ func (a *accumulator) addChat(ev sse.Event) {
 	if json.Unmarshal(data, &ch) != nil {
 		return
 	}
-	if len(ch.Error) > 0 && !isNull(ch.Error) {
+	if len(ch.Error) > 0 && !jsonx.IsNull(ch.Error) {
 		a.failed = true
 		return
 	}

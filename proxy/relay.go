@@ -12,8 +12,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
+	"github.com/perpetuity/perpetuity/proxy/toolloop"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
 
@@ -22,7 +22,7 @@ const maxUpstreamBody = 64 << 20
 
 // forward sends the rendered request and relays the reply, returning what
 // the provider said for capture. With memory tools on, the reply may take
-// several rounds (tools.go); the client sees one.
+// several rounds (proxy/toolloop); the client sees one.
 func (p *Proxy) forward(c echo.Context, t *turn, body []byte) (reply, error) {
 	resp, r, err := p.send(c, t, body)
 	if resp == nil {
@@ -103,15 +103,15 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 		if t.loop == nil {
 			break
 		}
-		calls, stop, asst, err := roundOf(t.up.dialect, b)
+		round, err := t.loop.Read(b)
 		if err != nil {
 			break // not a reply the loop can read: relayed as it came
 		}
-		if !t.loop.continues(calls, stop) {
-			merge = len(bodies) > 1 || hasMemory(calls)
+		if !t.loop.Continues(round) {
+			merge = len(bodies) > 1 || round.CalledMemory()
 			break
 		}
-		next, err := t.loop.next(asst, calls, p.runTools(ctx, t, calls))
+		next, err := t.loop.Next(ctx, round)
 		if err != nil {
 			return reply{}, fmt.Errorf("memory tools: %w", err)
 		}
@@ -126,7 +126,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 	}
 	b := bodies[len(bodies)-1]
 	if merge {
-		m, err := mergeRounds(t.up.dialect, bodies)
+		m, err := t.loop.Merge(bodies)
 		if err != nil {
 			p.log.Warn("memory tool rounds could not be merged", "request_id", t.rid, "provider", t.up.provider, "err", err)
 			return reply{interrupted: true}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider reply could not be read"}
@@ -159,7 +159,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 // a flagged capture, never a clean end. Errors returned after the response
 // started reach the client as the dialect's in-band error event (WriteError).
 //
-// With memory tools, a stitcher makes one stream of the rounds (stitch.go);
+// With memory tools, a stitcher makes one stream of the rounds (proxy/toolloop);
 // capture follows the stitched events, which are what the harness got.
 func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply, error) {
 	defer func() {
@@ -185,9 +185,9 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	if err := rl.rc.Flush(); err != nil {
 		return reply{interrupted: true}, nil
 	}
-	var st stitcher
+	var st toolloop.Stitcher
 	if t.loop != nil {
-		st = newStitcher(t.loop)
+		st = t.loop.Stitcher()
 	}
 	acc := rl.acc
 	rd := sse.NewReader(resp.Body)
@@ -195,9 +195,8 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 		ev, err := rd.Next()
 		// A round that called memory ends at its terminator (or its end):
 		// the calls run and the next round's events follow on.
-		if st != nil && st.continuing() && (errors.Is(err, io.EOF) || err == nil && isTerminator(t.up.dialect, ev)) {
-			calls := st.calls()
-			next, err := t.loop.next(st.assistant(), calls, p.runTools(ctx, t, calls))
+		if st != nil && st.Continuing() && (errors.Is(err, io.EOF) || err == nil && st.Terminator(ev)) {
+			next, err := t.loop.Next(ctx, st.Round())
 			if err != nil {
 				return acc.reply(true), fmt.Errorf("memory tools: %w", err)
 			}
@@ -208,7 +207,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 			if !isEventStream(resp.Header.Get("Content-Type")) {
 				return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider answered a streamed request whole"}
 			}
-			st.nextRound()
+			st.NextRound()
 			rd = sse.NewReader(resp.Body)
 			continue
 		}
@@ -226,7 +225,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 		}
 		evs := []sse.Event{ev}
 		if st != nil {
-			evs = st.push(ev)
+			evs = st.Push(ev)
 		}
 		if brk, gone, err := rl.relay(evs); err != nil || gone {
 			return acc.reply(true), err
@@ -236,7 +235,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	}
 	if st != nil {
 		// A stream that broke off still shows what it held.
-		if _, gone, err := rl.relay(st.flush()); err != nil || gone {
+		if _, gone, err := rl.relay(st.Flush()); err != nil || gone {
 			return acc.reply(true), err
 		}
 	}
@@ -293,14 +292,6 @@ func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 		}
 	}
 	return false, false, nil
-}
-
-// isTerminator tells the provider's last event of a stream.
-func isTerminator(d dialect.Dialect, ev sse.Event) bool {
-	if d == dialect.AnthropicMessages {
-		return ev.Event == "message_stop"
-	}
-	return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))
 }
 
 // writeEvents writes and flushes events under the stall deadline; false

@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 
 	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 )
 
 // inbound is the dialect-neutral view of a chat request: just what the
@@ -71,7 +71,7 @@ func parseInbound(d dialect.Dialect, body []byte) (*inbound, error) {
 	if in.model == "" {
 		return nil, errBadRequest("model: is required")
 	}
-	if raw, ok := in.fields["stream"]; ok && !isNull(raw) {
+	if raw, ok := in.fields["stream"]; ok && !jsonx.IsNull(raw) {
 		if err := json.Unmarshal(raw, &in.stream); err != nil {
 			return nil, errBadRequest("stream: must be a boolean")
 		}
@@ -109,7 +109,7 @@ func parseInbound(d dialect.Dialect, body []byte) (*inbound, error) {
 		in.messages = append(in.messages, m)
 	}
 	if d == dialect.AnthropicMessages {
-		if raw, ok := in.fields["system"]; ok && !isNull(raw) {
+		if raw, ok := in.fields["system"]; ok && !jsonx.IsNull(raw) {
 			t, _, err := contentText(raw)
 			if err != nil {
 				return nil, errBadRequest("system: must be a string or an array of text blocks")
@@ -177,7 +177,7 @@ func parseMessage(d dialect.Dialect, raw json.RawMessage) (inMessage, error) {
 	if err != nil {
 		return out, err
 	}
-	out.text, out.nonText = text, nonText || (len(m.ToolCalls) > 0 && !isNull(m.ToolCalls))
+	out.text, out.nonText = text, nonText || (len(m.ToolCalls) > 0 && !jsonx.IsNull(m.ToolCalls))
 	// An Anthropic user message carrying tool results continues the tool
 	// exchange, even with text beside the results (harnesses add reminders
 	// there): it stays native after the live question, with the assistant
@@ -191,7 +191,7 @@ func parseMessage(d dialect.Dialect, raw json.RawMessage) (inMessage, error) {
 // contentText joins the text of a content field (a string or an array of
 // parts) and reports whether other kinds of parts were present.
 func contentText(raw json.RawMessage) (text string, nonText bool, err error) {
-	if len(raw) == 0 || isNull(raw) {
+	if len(raw) == 0 || jsonx.IsNull(raw) {
 		return "", false, nil
 	}
 	if raw[0] == '"' {
@@ -232,8 +232,6 @@ func hasToolResult(raw json.RawMessage) bool {
 	}
 	return false
 }
-
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 type errString string
 

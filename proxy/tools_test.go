@@ -10,6 +10,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/fakeprovider"
+	"github.com/perpetuity/perpetuity/proxy/toolloop"
 )
 
 // toolRoute is one (client dialect, provider dialect) pair the memory-tool
@@ -242,7 +243,7 @@ func checkRounds(t *testing.T, d dialect.Dialect, reqs []fakeprovider.Recorded, 
 				t.Fatalf("round %d call %d is %+v, want %s", i+1, j, call, prev[j].Name)
 			case memory.IsTool(call.name) && !strings.Contains(res, call.name+" found: [memory]"):
 				t.Fatalf("round %d: result of %s is %q", i+1, call.name, res)
-			case !memory.IsTool(call.name) && res != notRunYet:
+			case !memory.IsTool(call.name) && res != toolloop.NotRunYet:
 				t.Fatalf("round %d: harness call answered %q", i+1, res)
 			}
 			var want, have any
@@ -269,6 +270,21 @@ type upstreamView struct {
 	calls     []struct{ id, name, args string }
 	results   map[string]string
 	priorText string
+}
+
+// toolName reads a tool definition's name in either dialect.
+func toolName(raw json.RawMessage) string {
+	var t struct {
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	if t.Name != "" {
+		return t.Name
+	}
+	return t.Function.Name
 }
 
 func readUpstream(t *testing.T, d dialect.Dialect, body []byte) upstreamView {

@@ -1,4 +1,4 @@
-package proxy
+package toolloop
 
 import (
 	"errors"
@@ -49,9 +49,9 @@ func BenchmarkStitch(b *testing.B) {
 		evs := textStream(d, 64)
 		b.Run(d.String(), func(b *testing.B) {
 			for b.Loop() {
-				st := newStitcher(&toolLoop{dialect: d, max: 3, round: 1})
+				st := testLoop(d).Stitcher()
 				for _, ev := range evs {
-					if len(st.push(ev)) != 1 {
+					if len(st.Push(ev)) != 1 {
 						b.Fatal("an event was held or dropped")
 					}
 				}

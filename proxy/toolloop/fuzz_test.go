@@ -1,4 +1,4 @@
-package proxy
+package toolloop
 
 import (
 	"bytes"
@@ -43,26 +43,27 @@ func FuzzStitch(f *testing.F) {
 		if anthropic {
 			d = dialect.AnthropicMessages
 		}
-		l := &toolLoop{dialect: d, max: 3, round: 1, body: []byte(`{"messages":[]}`)}
-		st := newStitcher(l)
+		l := testLoop(d)
+		l.body = []byte(`{"messages":[]}`)
+		st := l.Stitcher()
 		rd := sse.NewReader(strings.NewReader(stream))
 		for {
 			ev, err := rd.Next()
 			if errors.Is(err, io.EOF) || err != nil {
 				break
 			}
-			if st.continuing() && isTerminator(d, ev) {
-				if !json.Valid(st.assistant()) {
-					t.Fatalf("assistant message is not JSON: %s", st.assistant())
+			if st.Continuing() && st.Terminator(ev) {
+				r := st.Round()
+				if !json.Valid(r.assistant) {
+					t.Fatalf("assistant message is not JSON: %s", r.assistant)
 				}
-				calls := st.calls()
-				if _, err := l.next(st.assistant(), calls, make([]string, len(calls))); err != nil {
+				if _, err := l.next(r.assistant, r.calls, make([]string, len(r.calls))); err != nil {
 					t.Fatal(err)
 				}
-				st.nextRound()
+				st.NextRound()
 				continue
 			}
-			for _, out := range append(st.push(ev), st.flush()...) {
+			for _, out := range append(st.Push(ev), st.Flush()...) {
 				if !bytes.HasSuffix(out.Raw, []byte("\n\n")) {
 					t.Fatalf("event %q is not whole", out.Raw)
 				}
@@ -82,11 +83,11 @@ func FuzzMergeRounds(f *testing.F) {
 			d = dialect.AnthropicMessages
 		}
 		for _, body := range []string{a, b} {
-			if _, _, asst, err := roundOf(d, []byte(body)); err == nil && !json.Valid(asst) {
-				t.Fatalf("assistant message is not JSON: %s", asst)
+			if r, err := testLoop(d).Read([]byte(body)); err == nil && !json.Valid(r.assistant) {
+				t.Fatalf("assistant message is not JSON: %s", r.assistant)
 			}
 		}
-		out, err := mergeRounds(d, [][]byte{[]byte(a), []byte(b)})
+		out, err := testLoop(d).Merge([][]byte{[]byte(a), []byte(b)})
 		if err == nil && !json.Valid(out) {
 			t.Fatalf("merged reply is not JSON: %s", out)
 		}

@@ -1,4 +1,4 @@
-package proxy
+package toolloop
 
 import (
 	"encoding/json"
@@ -10,6 +10,15 @@ import (
 	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
+
+// testLoop is a loop on the first of three rounds, with no memory to run.
+func testLoop(d dialect.Dialect) *Loop {
+	p, err := protocolFor(d)
+	if err != nil {
+		panic(err)
+	}
+	return &Loop{proto: p, max: 3, round: 1}
+}
 
 func parseStream(t *testing.T, s string) []sse.Event {
 	t.Helper()
@@ -64,13 +73,13 @@ func TestStitcherContinuation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			st := newStitcher(&toolLoop{dialect: c.d, max: 3, round: 1})
+			st := testLoop(c.d).Stitcher()
 			var got []string
 			for _, ev := range parseStream(t, c.stream) {
-				if st.continuing() && isTerminator(c.d, ev) {
+				if st.Continuing() && st.Terminator(ev) {
 					break
 				}
-				for _, out := range st.push(ev) {
+				for _, out := range st.Push(ev) {
 					if out.Event != "" {
 						got = append(got, out.Event)
 					} else {
@@ -78,7 +87,7 @@ func TestStitcherContinuation(t *testing.T) {
 					}
 				}
 			}
-			if !st.continuing() {
+			if !st.Continuing() {
 				t.Fatal("the round does not continue")
 			}
 			if len(got) != len(c.forwarded) {
@@ -93,14 +102,14 @@ func TestStitcherContinuation(t *testing.T) {
 			if err := json.Unmarshal([]byte(c.assistant), &want); err != nil {
 				t.Fatal(err)
 			}
-			if err := json.Unmarshal(st.assistant(), &have); err != nil {
+			if err := json.Unmarshal(st.Round().assistant, &have); err != nil {
 				t.Fatal(err)
 			}
 			if wb, _ := json.Marshal(want); string(wb) != string(mustJSON(have)) {
-				t.Fatalf("assistant message %s, want %s", st.assistant(), c.assistant)
+				t.Fatalf("assistant message %s, want %s", st.Round().assistant, c.assistant)
 			}
 			var calls []string
-			for _, tc := range st.calls() {
+			for _, tc := range st.Round().calls {
 				calls = append(calls, tc.id+" "+tc.name+" "+tc.args)
 			}
 			if strings.Join(calls, "|") != c.calls {
