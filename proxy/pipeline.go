@@ -156,7 +156,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 			}
 		}
 		reply, err := p.forward(c, t, out)
-		p.limits.charge(key.KeyID, spent(reply, len(out)))
+		p.limits.Charge(key.KeyID, spent(reply, len(out)))
 		status := responseStatus(c, err)
 		// The reply is out; storing it must not hold the response open.
 		p.after.Add(1)

@@ -32,6 +32,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/limits"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
 
@@ -59,9 +60,9 @@ type Config struct {
 	// uses the memory tools; the last must answer. 0 means 3; 1 turns the
 	// tools off.
 	ToolRounds int
-	// Limits reads tenants' own per-key limits (ratelimit.go); nil means
+	// Limits reads tenants' own per-key limits (proxy/limits); nil means
 	// every tenant has KeyRPM and KeyTPM. 0 is unlimited.
-	Limits         LimitSource
+	Limits         limits.Source
 	KeyRPM, KeyTPM int
 	// KeyUsersPerDay bounds the memory users one key may create per UTC
 	// day (users.go); 0 is unlimited.
@@ -86,7 +87,7 @@ type Proxy struct {
 	after sync.WaitGroup
 
 	keys    *keyCache
-	limits  *limiter
+	limits  *limits.Limiter
 	touchMu sync.Mutex
 	touched map[int64]time.Time // key id -> last "last used" write
 }
@@ -117,7 +118,7 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 	}
 	return &Proxy{cfg: cfg, providers: newProviders(cfg), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
 		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL),
-		limits: newLimiter(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
+		limits: limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
 }
 
 // noRedirects keeps the client from following a provider's redirect: the
