@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/provider"
 	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 	"github.com/perpetuity/perpetuity/proxy/wire/openai"
 )
@@ -85,6 +86,22 @@ func openAIType(k ErrorKind) (typ, code string) {
 
 func errBadRequest(format string, args ...any) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Kind: InvalidRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// refused is a request the providers cannot take (provider.Error) as the
+// client's error: a 400, or a 401 for a Perpetuity key sent as the provider
+// credential. The message names the header, never the key.
+func refused(err error) error {
+	var e *provider.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	if e.KeyIn != "" {
+		return &APIError{Status: http.StatusUnauthorized, Kind: Authentication, Message: "the provider credential (" + e.KeyIn +
+			") is a Perpetuity key; send the provider's own key there, and the Perpetuity key in the URL (/k/<key>/v1) or in " +
+			HeaderKey + " (it is never passed on to a provider)"}
+	}
+	return errBadRequest("%s", e.Message)
 }
 
 // ErrorBody renders err as the dialect's error JSON, with its status.

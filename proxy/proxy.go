@@ -33,8 +33,15 @@ import (
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/limits"
+	"github.com/perpetuity/perpetuity/proxy/provider"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
+
+// Upstream is an OpenAI-compatible server the operator declared.
+type Upstream = provider.Upstream
+
+// ParseUpstreams reads PERPETUITY_UPSTREAMS (provider.ParseUpstreams).
+func ParseUpstreams(s string) ([]Upstream, error) { return provider.ParseUpstreams(s) }
 
 // Memory is what the pipeline needs from the memory engine.
 type Memory interface {
@@ -49,7 +56,8 @@ type Memory interface {
 type Config struct {
 	OpenAIBaseURL    string // includes /v1
 	AnthropicBaseURL string // without /v1
-	// OpenRouterBaseURL includes /api/v1; empty means DefaultOpenRouterBaseURL.
+	// OpenRouterBaseURL includes /api/v1; empty means
+	// provider.DefaultOpenRouterBaseURL.
 	OpenRouterBaseURL string
 	// Upstreams are the operator's OpenAI-compatible servers (ParseUpstreams).
 	Upstreams      []Upstream
@@ -77,7 +85,7 @@ type Config struct {
 // Proxy serves the provider-shaped routes.
 type Proxy struct {
 	cfg       Config
-	providers providers
+	providers provider.Set
 	tr        *translate.Translator
 	dir       Directory
 	mem       Memory
@@ -116,7 +124,8 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &Proxy{cfg: cfg, providers: newProviders(cfg), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
+	return &Proxy{cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
+		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
 		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL),
 		limits: limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
 }
