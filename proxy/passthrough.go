@@ -105,13 +105,13 @@ func (p *Proxy) passthrough(c echo.Context) error {
 	if isRedirect(resp.StatusCode) {
 		return redirected(resp.StatusCode)
 	}
-	ct, disposition, ok := servedContentType(resp.Header.Get("Content-Type"))
+	ct, disposition, ok := provider.ServedContentType(resp.Header.Get("Content-Type"))
 	if !ok {
 		return unservedBody(resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	res := c.Response()
 	h := res.Header()
-	copyResponseHeaders(h, resp.Header)
+	provider.CopyResponseHeaders(h, resp.Header)
 	h.Set(echo.HeaderContentType, ct)
 	if disposition != "" {
 		h.Set("Content-Disposition", disposition)

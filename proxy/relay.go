@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/proxy/provider"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 	"github.com/perpetuity/perpetuity/proxy/toolloop"
 	"github.com/perpetuity/perpetuity/proxy/translate"
@@ -61,7 +62,7 @@ func (p *Proxy) send(c echo.Context, t *turn, body []byte) (*http.Response, repl
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if !c.Response().Committed {
 			// A later round's error comes in band, in the stream's own type.
-			copyResponseHeaders(c.Response().Header(), resp.Header)
+			provider.CopyResponseHeaders(c.Response().Header(), resp.Header)
 		}
 		if !json.Valid(b) {
 			// Only a JSON error is relayed; a page (a gateway's HTML) is named, never served.
@@ -144,7 +145,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 		}
 	}
 	res := c.Response()
-	copyResponseHeaders(res.Header(), resp.Header)
+	provider.CopyResponseHeaders(res.Header(), resp.Header)
 	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	res.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	res.WriteHeader(resp.StatusCode)
@@ -170,7 +171,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	ctx := c.Request().Context()
 	res := c.Response()
 	h := res.Header()
-	copyResponseHeaders(h, resp.Header)
+	provider.CopyResponseHeaders(h, resp.Header)
 	h.Set(echo.HeaderContentType, resp.Header.Get(echo.HeaderContentType)) // an event stream: forward checked
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")

@@ -1,9 +1,11 @@
 // Package provider knows the providers: where each lives (the operator's
 // configuration, PERPETUITY_UPSTREAMS included), which one a request is for,
-// with which of the caller's credentials, and which of the caller's headers
-// it gets. It is its own package because it is a policy of its own with a
-// narrow seam: the proxy asks for a Target (Detect, PassthroughTarget) and
-// its headers (UpstreamHeaders, Outbound), and turns an Error into the
+// with which of the caller's credentials, which of the caller's headers it
+// gets, and which of its response headers and bodies reach the caller. It is
+// its own package because it is a policy of its own with a narrow seam: the
+// proxy asks for a Target (Detect, PassthroughTarget) and its headers
+// (UpstreamHeaders, Outbound), filters what comes back
+// (CopyResponseHeaders, ServedContentType), and turns an Error into the
 // client's 400 or 401.
 //
 // Provider detection (DESIGN §3). Which provider a request is for is read
