@@ -50,8 +50,8 @@ func writeFlush(w io.Writer, rc *http.ResponseController, stall time.Duration, c
 // credential alone (these bodies need not name a model): an OpenRouter key
 // goes to OpenRouter, an Anthropic-style caller to Anthropic, anything else
 // to OpenAI. A valid Perpetuity key is still required: the proxy is not an
-// open relay. Headers go by the one outbound policy (headers.go), replies
-// by the response policy (respheaders.go).
+// open relay. Headers go by the one outbound policy, replies by the
+// response policy (both in proxy/provider).
 func (p *Proxy) passthrough(c echo.Context) error {
 	req := c.Request()
 	_, key, err := p.resolveIdentity(req.Context(), c)

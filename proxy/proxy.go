@@ -5,14 +5,14 @@
 // Three inbound dialects (OpenAI chat completions, Anthropic messages,
 // OpenAI Responses) meet OpenAI-compatible and Anthropic upstreams. The
 // provider is detected from the credential's and the model name's shape
-// (detect.go); one adapter per (inbound dialect, provider dialect) pair is
+// (proxy/provider); one adapter per (inbound dialect, provider dialect) pair is
 // chosen by the switch in route.go. Crossing adapters render the frame in
 // the inbound dialect and translate the result (proxy/translate); replies
 // are translated back event by event, while capture follows the provider's
 // own events. The Responses API goes to OpenAI-compatible upstreams only
 // (responses.go). The memory tools run inside the reply, in the provider's
 // dialect, over as many provider calls as the model needs within a bound
-// (tools.go); the harness sees one reply.
+// (proxy/toolloop); the harness sees one reply.
 package proxy
 
 import (

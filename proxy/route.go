@@ -33,7 +33,7 @@ type upstream struct {
 func (u upstream) requestBody(in *inbound, f *memory.Frame) ([]byte, error) { return u.build(in, f) }
 
 // route picks the adapter for a request: detection names the provider
-// (detect.go), then one case per (inbound dialect, provider dialect) pair.
+// (proxy/provider), then one case per (inbound dialect, provider dialect) pair.
 // Upstream base URLs come from the operator's configuration only; nothing
 // in the request can name another host.
 func (p *Proxy) route(in *inbound, h http.Header, tr *translate.Translator) (upstream, error) {

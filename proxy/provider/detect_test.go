@@ -24,7 +24,7 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-// TestDetect covers every detection rule (see detect.go), the credential
+// TestDetect covers every detection rule (see doc.go), the credential
 // each provider is given, and the 400s.
 func TestDetect(t *testing.T) {
 	t.Parallel()

@@ -9,7 +9,7 @@ import (
 	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 )
 
-// A stitcher makes one stream of a memory-tool loop's rounds, in the
+// A Stitcher makes one stream of a memory-tool loop's rounds, in the
 // provider's dialect, so the harness (through a translator when the
 // dialects cross) sees one continuous reply:
 //
