@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 	"github.com/perpetuity/perpetuity/proxy/wire/openai"
 )
 
@@ -14,7 +16,7 @@ import (
 // the reply text, the usage, whether the terminator arrived and whether the
 // provider sent an in-band error.
 type accumulator struct {
-	dialect Dialect
+	dialect dialect.Dialect
 	text    strings.Builder
 	usage   usage
 	done    bool // the terminator arrived after a stop
@@ -23,7 +25,7 @@ type accumulator struct {
 	stopped bool // a stop/finish reason was seen
 }
 
-func newAccumulator(d Dialect) *accumulator { return &accumulator{dialect: d} }
+func newAccumulator(d dialect.Dialect) *accumulator { return &accumulator{dialect: d} }
 
 func (a *accumulator) reply(interrupted bool) reply {
 	return reply{text: a.text.String(), interrupted: interrupted, usage: a.usage}
@@ -67,9 +69,9 @@ func readUsage(body []byte) usage {
 
 func (a *accumulator) add(ev sse.Event) {
 	switch a.dialect {
-	case AnthropicMessages:
+	case dialect.AnthropicMessages:
 		a.addAnthropic(ev)
-	case OpenAIResponses:
+	case dialect.OpenAIResponses:
 		a.addResponses(ev)
 	default:
 		a.addChat(ev)
@@ -133,7 +135,7 @@ func (a *accumulator) addChat(ev sse.Event) {
 	if json.Unmarshal(data, &ch) != nil {
 		return
 	}
-	if len(ch.Error) > 0 && !isNull(ch.Error) {
+	if len(ch.Error) > 0 && !jsonx.IsNull(ch.Error) {
 		a.failed = true
 		return
 	}
@@ -179,9 +181,9 @@ func (a *accumulator) mergeResponsesUsage(u *openai.ResponsesUsage) {
 
 // replyText reads the assistant's text out of a non-streamed reply in the
 // provider's dialect.
-func replyText(d Dialect, body []byte) string {
+func replyText(d dialect.Dialect, body []byte) string {
 	switch d {
-	case AnthropicMessages:
+	case dialect.AnthropicMessages:
 		var m struct {
 			Content []contentPart `json:"content"`
 		}
@@ -195,7 +197,7 @@ func replyText(d Dialect, body []byte) string {
 			}
 		}
 		return b.String()
-	case OpenAIResponses:
+	case dialect.OpenAIResponses:
 		var r openai.ResponsesResponse
 		if json.Unmarshal(body, &r) != nil {
 			return ""

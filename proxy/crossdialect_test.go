@@ -82,7 +82,7 @@ func TestCrossDialect(t *testing.T) {
 				up = tp.openai
 			}
 			up.Script(c.reply)
-			// The goldens pin the crossing itself; tools.go's tests pin what
+			// The goldens pin the crossing itself; tools_test.go pins what
 			// the memory tools add.
 			status, h, body := tp.post(c.path, c.body, c.header, toolsOff)
 			if status != http.StatusOK {

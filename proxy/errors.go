@@ -7,30 +7,11 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/provider"
 	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 	"github.com/perpetuity/perpetuity/proxy/wire/openai"
 )
-
-// Dialect is the API shape a request came in with.
-type Dialect int
-
-const (
-	OpenAIChat Dialect = iota + 1
-	AnthropicMessages
-	OpenAIResponses
-)
-
-func (d Dialect) String() string {
-	switch d {
-	case OpenAIChat:
-		return "openai-chat"
-	case AnthropicMessages:
-		return "anthropic-messages"
-	case OpenAIResponses:
-		return "openai-responses"
-	}
-	return "unknown"
-}
 
 // APIError is an error meant for the client, written in its dialect by the
 // one error handler (see WriteError).
@@ -107,8 +88,24 @@ func errBadRequest(format string, args ...any) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Kind: InvalidRequest, Message: fmt.Sprintf(format, args...)}
 }
 
+// refused is a request the providers cannot take (provider.Error) as the
+// client's error: a 400, or a 401 for a Perpetuity key sent as the provider
+// credential. The message names the header, never the key.
+func refused(err error) error {
+	var e *provider.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	if e.KeyIn != "" {
+		return &APIError{Status: http.StatusUnauthorized, Kind: Authentication, Message: "the provider credential (" + e.KeyIn +
+			") is a Perpetuity key; send the provider's own key there, and the Perpetuity key in the URL (/k/<key>/v1) or in " +
+			HeaderKey + " (it is never passed on to a provider)"}
+	}
+	return errBadRequest("%s", e.Message)
+}
+
 // ErrorBody renders err as the dialect's error JSON, with its status.
-func ErrorBody(d Dialect, err error) (int, []byte) {
+func ErrorBody(d dialect.Dialect, err error) (int, []byte) {
 	var ae *APIError
 	if !errors.As(err, &ae) {
 		ae = &APIError{Status: http.StatusInternalServerError, Kind: Internal, Message: "internal error"}
@@ -118,7 +115,7 @@ func ErrorBody(d Dialect, err error) (int, []byte) {
 	}
 	var body any
 	switch d {
-	case AnthropicMessages:
+	case dialect.AnthropicMessages:
 		body = map[string]any{"type": "error", "error": map[string]any{"type": anthropicType(ae.Kind), "message": ae.Message}}
 	default:
 		typ, code := openAIType(ae.Kind)
@@ -137,7 +134,7 @@ func ErrorBody(d Dialect, err error) (int, []byte) {
 
 // StreamErrorEvent renders err as the dialect's in-band SSE error, for when
 // the response has already started streaming.
-func StreamErrorEvent(d Dialect, err error) []byte {
+func StreamErrorEvent(d dialect.Dialect, err error) []byte {
 	_, body := ErrorBody(d, err)
 	// A relayed provider body may be pretty-printed; one data line it is.
 	var c bytes.Buffer
@@ -145,9 +142,9 @@ func StreamErrorEvent(d Dialect, err error) []byte {
 		body = c.Bytes()
 	}
 	switch d {
-	case AnthropicMessages:
+	case dialect.AnthropicMessages:
 		return []byte("event: error\ndata: " + string(body) + "\n\n")
-	case OpenAIResponses:
+	case dialect.OpenAIResponses:
 		var eb openai.ErrorBody
 		if json.Unmarshal(body, &eb) == nil {
 			if b, err := jsonx.Marshal(openai.NewResponsesErrorEvent(eb)); err == nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
 
@@ -25,8 +26,8 @@ func FuzzParseInbound(f *testing.F) {
 	frame := &memory.Frame{Turns: []memory.Turn{{Role: "user", Text: "m"}, {Role: "assistant", Text: "n"}, {Role: "user", Text: "live"}}}
 	tr := translate.New(nil, nil)
 	f.Fuzz(func(t *testing.T, d uint8, body []byte) {
-		dialect := []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses}[int(d)%3]
-		in, err := parseInbound(dialect, body)
+		dl := []dialect.Dialect{dialect.OpenAIChat, dialect.AnthropicMessages, dialect.OpenAIResponses}[int(d)%3]
+		in, err := parseInbound(dl, body)
 		if err != nil {
 			if ae, ok := err.(*APIError); !ok || ae.Status != 400 {
 				t.Fatalf("error %v is not a 400", err)
@@ -37,10 +38,10 @@ func FuzzParseInbound(f *testing.F) {
 		if err != nil || !json.Valid(out) {
 			t.Fatalf("render: %v %s", err, out)
 		}
-		switch dialect {
-		case OpenAIChat:
+		switch dl {
+		case dialect.OpenAIChat:
 			_, _ = tr.ChatRequestToMessages(out)
-		case AnthropicMessages:
+		case dialect.AnthropicMessages:
 			_, _ = tr.MessagesRequestToChat(out)
 		}
 	})

@@ -5,77 +5,19 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/perpetuity/perpetuity/proxy/provider"
 )
 
 // Pass-through paths are the caller's, so they are checked before anything
 // is sent: read from the path as it came on the wire (escapes and all, since
 // an escaped separator must not turn into a real one on the way), each
 // segment decoded once and held to the characters API ids use, and the
-// whole matched against the provider's documented endpoints and methods.
+// whole matched against the provider's documented endpoints and methods
+// (provider.Provider.Paths).
 // The provider's URL is then built from the configured base and the decoded
 // segments, each escaped again: nothing the caller sends becomes a path
 // separator, a query or a fragment except the request's own query string.
-
-// pathShape is one documented endpoint: its segments ("*" is one id) and
-// the methods it takes.
-type pathShape struct {
-	segs    []string
-	methods []string
-}
-
-// shapes builds a table from lines of "METHOD[,METHOD] path/with/*".
-func shapes(lines ...string) []pathShape {
-	out := make([]pathShape, 0, len(lines))
-	for _, l := range lines {
-		ms, p, _ := strings.Cut(l, " ")
-		out = append(out, pathShape{segs: strings.Split(p, "/"), methods: strings.Split(ms, ",")})
-	}
-	return out
-}
-
-// openAIPaths are OpenAI's endpoints under /v1 that pass through (chat
-// completions, responses and messages have routes of their own). Stored
-// chat completions are the GETs and DELETEs of /chat/completions.
-func openAIPaths() []pathShape {
-	return shapes(
-		"GET models", "GET,DELETE models/*",
-		"POST embeddings", "POST moderations", "POST completions",
-		"POST audio/speech", "POST audio/transcriptions", "POST audio/translations",
-		"POST images/generations", "POST images/edits", "POST images/variations",
-		"GET,POST files", "GET,DELETE files/*", "GET files/*/content",
-		"POST uploads", "POST uploads/*/parts", "POST uploads/*/complete", "POST uploads/*/cancel",
-		"GET,POST batches", "GET batches/*", "POST batches/*/cancel",
-		"POST responses/input_tokens", "GET,DELETE responses/*", "POST responses/*/cancel", "GET responses/*/input_items",
-		"GET chat/completions", "GET,POST,DELETE chat/completions/*", "GET chat/completions/*/messages",
-		"POST conversations", "GET,POST,DELETE conversations/*", "GET,POST conversations/*/items", "GET,DELETE conversations/*/items/*",
-		"GET,POST fine_tuning/jobs", "GET fine_tuning/jobs/*", "POST fine_tuning/jobs/*/cancel",
-		"GET fine_tuning/jobs/*/events", "GET fine_tuning/jobs/*/checkpoints",
-		"GET,POST vector_stores", "GET,POST,DELETE vector_stores/*", "POST vector_stores/*/search",
-		"GET,POST vector_stores/*/files", "GET,POST,DELETE vector_stores/*/files/*", "GET vector_stores/*/files/*/content",
-		"POST vector_stores/*/file_batches", "GET vector_stores/*/file_batches/*", "POST vector_stores/*/file_batches/*/cancel",
-		"GET vector_stores/*/file_batches/*/files",
-	)
-}
-
-// anthropicPaths are Anthropic's endpoints under /v1 that pass through.
-func anthropicPaths() []pathShape {
-	return shapes(
-		"POST messages/count_tokens",
-		"GET models", "GET models/*",
-		"GET,POST messages/batches", "GET,DELETE messages/batches/*", "POST messages/batches/*/cancel", "GET messages/batches/*/results",
-		"GET,POST files", "GET,DELETE files/*", "GET files/*/content",
-	)
-}
-
-// openRouterPaths are OpenRouter's endpoints under /api/v1 that pass
-// through.
-func openRouterPaths() []pathShape {
-	return shapes(
-		"GET models", "GET models/user", "GET models/*/*/endpoints",
-		"POST completions", "POST embeddings",
-		"GET generation", "GET credits", "GET key", "GET providers",
-	)
-}
 
 // passthroughSegments reads the caller's path after /v1/ (of /v1/... or
 // /k/<key>/v1/...) from the path as escaped on the wire, and decodes its
@@ -142,20 +84,20 @@ func checkQuery(q string) error {
 
 // matchPath finds the endpoint segs names: a 404 when none does, a 405
 // (with the methods it takes) when it does not take method.
-func matchPath(table []pathShape, method string, segs []string) (allow []string, err error) {
+func matchPath(table []provider.PathShape, method string, segs []string) (allow []string, err error) {
 	for _, sh := range table {
-		if len(sh.segs) != len(segs) {
+		if len(sh.Segs) != len(segs) {
 			continue
 		}
 		match := true
-		for i, p := range sh.segs {
+		for i, p := range sh.Segs {
 			if p != "*" && p != segs[i] {
 				match = false
 				break
 			}
 		}
 		if match {
-			allow = append(allow, sh.methods...)
+			allow = append(allow, sh.Methods...)
 		}
 	}
 	switch {

@@ -5,11 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/provider"
 )
 
 // noDeadline clears a write deadline for a long stream.
@@ -48,23 +50,23 @@ func writeFlush(w io.Writer, rc *http.ResponseController, stall time.Duration, c
 // credential alone (these bodies need not name a model): an OpenRouter key
 // goes to OpenRouter, an Anthropic-style caller to Anthropic, anything else
 // to OpenAI. A valid Perpetuity key is still required: the proxy is not an
-// open relay. Headers go by the one outbound policy (headers.go), replies
-// by the response policy (respheaders.go).
+// open relay. Headers go by the one outbound policy, replies by the
+// response policy (both in proxy/provider).
 func (p *Proxy) passthrough(c echo.Context) error {
 	req := c.Request()
 	_, key, err := p.resolveIdentity(req.Context(), c)
 	if err != nil {
 		return err
 	}
-	if err := perpetuityKeyAsCredential(req.Header); err != nil {
-		return err
+	if err := provider.CheckCredential(req.Header); err != nil {
+		return refused(err)
 	}
-	tg, err := p.providers.passthroughTarget(req.Header)
+	tg, err := p.providers.PassthroughTarget(req.Header)
 	if err != nil {
-		return err
+		return refused(err)
 	}
 	// Errors from here on are the provider's dialect: the caller speaks it.
-	c.Set(dialectKey, tg.prov.dialect)
+	c.Set(dialectKey, tg.Provider.Dialect)
 	segs, err := passthroughSegments(req.URL.EscapedPath())
 	if err != nil {
 		return err
@@ -72,7 +74,7 @@ func (p *Proxy) passthrough(c echo.Context) error {
 	if err := checkQuery(req.URL.RawQuery); err != nil {
 		return err
 	}
-	if allow, err := matchPath(tg.prov.paths, req.Method, segs); err != nil {
+	if allow, err := matchPath(tg.Provider.Paths, req.Method, segs); err != nil {
 		if allow != nil {
 			c.Response().Header().Set("Allow", strings.Join(allow, ", "))
 		}
@@ -81,11 +83,11 @@ func (p *Proxy) passthrough(c echo.Context) error {
 	if err := p.admit(c, key); err != nil {
 		return err
 	}
-	base, err := url.Parse(tg.prov.base)
+	base, err := url.Parse(tg.Provider.Base)
 	if err != nil {
 		return fmt.Errorf("provider base URL: %w", err)
 	}
-	if tg.prov.dialect == AnthropicMessages {
+	if tg.Provider.Dialect == dialect.AnthropicMessages {
 		base = base.JoinPath("v1")
 	}
 	body := http.MaxBytesReader(c.Response(), req.Body, p.cfg.MaxBodyBytes)
@@ -93,7 +95,7 @@ func (p *Proxy) passthrough(c echo.Context) error {
 	if err != nil {
 		return errBadRequest("bad path")
 	}
-	up.Header = outboundHeaders(req.Header, tg)
+	up.Header = provider.Outbound(req.Header, tg)
 	up.ContentLength = req.ContentLength
 	resp, err := p.client.Do(up)
 	if err != nil {
@@ -103,13 +105,13 @@ func (p *Proxy) passthrough(c echo.Context) error {
 	if isRedirect(resp.StatusCode) {
 		return redirected(resp.StatusCode)
 	}
-	ct, disposition, ok := servedContentType(resp.Header.Get("Content-Type"))
+	ct, disposition, ok := provider.ServedContentType(resp.Header.Get("Content-Type"))
 	if !ok {
 		return unservedBody(resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	res := c.Response()
 	h := res.Header()
-	copyResponseHeaders(h, resp.Header)
+	provider.CopyResponseHeaders(h, resp.Header)
 	h.Set(echo.HeaderContentType, ct)
 	if disposition != "" {
 		h.Set("Content-Disposition", disposition)
@@ -126,32 +128,4 @@ func (p *Proxy) passthrough(c echo.Context) error {
 			return nil // the provider's end, or it broke off: the status is out
 		}
 	}
-}
-
-// passthroughTarget picks the provider of a pass-through request and the
-// credential it gets, refusing one that visibly belongs to another
-// provider, as the chat routes do (detect.go).
-func (ps *providers) passthroughTarget(h http.Header) (target, error) {
-	creds := readCredentials(h)
-	if c := creds.forDialect(OpenAIChat); c.kind == keyOpenRouter {
-		return target{prov: ps.openrouter, cred: c}, nil
-	}
-	pr, foreign := ps.openai, []keyKind{keyAnthropic}
-	if isAnthropic(h) {
-		pr, foreign = ps.anthropic, []keyKind{keyOpenAI, keyOpenAILike}
-	}
-	c := creds.forDialect(pr.dialect)
-	if slices.Contains(foreign, c.kind) {
-		return target{}, errBadRequest("this request goes to %s (by its headers), but carries %s; send a %s credential "+
-			"(the key is not forwarded to a provider it does not belong to)", providerTitle(pr.name), c, providerTitle(pr.name))
-	}
-	return target{prov: pr, cred: c}, nil
-}
-
-// isAnthropic tells an Anthropic-style caller by its headers.
-func isAnthropic(h http.Header) bool {
-	if h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
-		return true
-	}
-	return strings.HasPrefix(strings.TrimPrefix(h.Get("Authorization"), "Bearer "), "sk-ant-")
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/toolloop"
 )
 
 // switches are the per-request X-Perpetuity-* controls.
@@ -66,12 +68,12 @@ type turn struct {
 	rid      string
 	liveText string
 	// loop runs the memory tools; nil when they are off for this turn.
-	loop *toolLoop
+	loop *toolloop.Loop
 	// session is the harness's own session id, when it sent one.
 	session harnessSession
 }
 
-func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
+func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Set(dialectKey, d)
 		req := c.Request()
@@ -149,12 +151,12 @@ func (p *Proxy) chat(d Dialect) echo.HandlerFunc {
 			return err
 		}
 		if q.Tools && t.frame != nil {
-			if t.loop, out, err = p.offer(q, *t.frame, t.up.dialect, out); err != nil {
+			if t.loop, out, err = p.offer(t, q, out); err != nil {
 				return err
 			}
 		}
 		reply, err := p.forward(c, t, out)
-		p.limits.charge(key.KeyID, spent(reply, len(out)))
+		p.limits.Charge(key.KeyID, spent(reply, len(out)))
 		status := responseStatus(c, err)
 		// The reply is out; storing it must not hold the response open.
 		p.after.Add(1)
@@ -236,13 +238,10 @@ func (p *Proxy) captureReply(t *turn, r reply) {
 // what its memory tools returned. The chain graph links the reply to the
 // items among them it drew on.
 func (t *turn) shown() []int64 {
-	var out []int64
-	if t.loop != nil && t.loop.state != nil {
-		for id := range t.loop.state.Shown {
-			out = append(out, id)
-		}
-		return out
+	if t.loop != nil {
+		return t.loop.Shown()
 	}
+	var out []int64
 	if t.frame != nil {
 		out = append(out, t.frame.Shown...)
 	}

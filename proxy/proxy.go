@@ -5,14 +5,14 @@
 // Three inbound dialects (OpenAI chat completions, Anthropic messages,
 // OpenAI Responses) meet OpenAI-compatible and Anthropic upstreams. The
 // provider is detected from the credential's and the model name's shape
-// (detect.go); one adapter per (inbound dialect, provider dialect) pair is
+// (proxy/provider); one adapter per (inbound dialect, provider dialect) pair is
 // chosen by the switch in route.go. Crossing adapters render the frame in
 // the inbound dialect and translate the result (proxy/translate); replies
 // are translated back event by event, while capture follows the provider's
 // own events. The Responses API goes to OpenAI-compatible upstreams only
 // (responses.go). The memory tools run inside the reply, in the provider's
 // dialect, over as many provider calls as the model needs within a bound
-// (tools.go); the harness sees one reply.
+// (proxy/toolloop); the harness sees one reply.
 package proxy
 
 import (
@@ -31,8 +31,17 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/limits"
+	"github.com/perpetuity/perpetuity/proxy/provider"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
+
+// Upstream is an OpenAI-compatible server the operator declared.
+type Upstream = provider.Upstream
+
+// ParseUpstreams reads PERPETUITY_UPSTREAMS (provider.ParseUpstreams).
+func ParseUpstreams(s string) ([]Upstream, error) { return provider.ParseUpstreams(s) }
 
 // Memory is what the pipeline needs from the memory engine.
 type Memory interface {
@@ -47,7 +56,8 @@ type Memory interface {
 type Config struct {
 	OpenAIBaseURL    string // includes /v1
 	AnthropicBaseURL string // without /v1
-	// OpenRouterBaseURL includes /api/v1; empty means DefaultOpenRouterBaseURL.
+	// OpenRouterBaseURL includes /api/v1; empty means
+	// provider.DefaultOpenRouterBaseURL.
 	OpenRouterBaseURL string
 	// Upstreams are the operator's OpenAI-compatible servers (ParseUpstreams).
 	Upstreams      []Upstream
@@ -58,9 +68,9 @@ type Config struct {
 	// uses the memory tools; the last must answer. 0 means 3; 1 turns the
 	// tools off.
 	ToolRounds int
-	// Limits reads tenants' own per-key limits (ratelimit.go); nil means
+	// Limits reads tenants' own per-key limits (proxy/limits); nil means
 	// every tenant has KeyRPM and KeyTPM. 0 is unlimited.
-	Limits         LimitSource
+	Limits         limits.Source
 	KeyRPM, KeyTPM int
 	// KeyUsersPerDay bounds the memory users one key may create per UTC
 	// day (users.go); 0 is unlimited.
@@ -75,7 +85,7 @@ type Config struct {
 // Proxy serves the provider-shaped routes.
 type Proxy struct {
 	cfg       Config
-	providers providers
+	providers provider.Set
 	tr        *translate.Translator
 	dir       Directory
 	mem       Memory
@@ -85,7 +95,7 @@ type Proxy struct {
 	after sync.WaitGroup
 
 	keys    *keyCache
-	limits  *limiter
+	limits  *limits.Limiter
 	touchMu sync.Mutex
 	touched map[int64]time.Time // key id -> last "last used" write
 }
@@ -114,9 +124,10 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &Proxy{cfg: cfg, providers: newProviders(cfg), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
+	return &Proxy{cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
+		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
 		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL),
-		limits: newLimiter(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
+		limits: limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
 }
 
 // noRedirects keeps the client from following a provider's redirect: the
@@ -131,9 +142,9 @@ func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 func (p *Proxy) Register(e *echo.Echo) {
 	for _, prefix := range []string{"/k/:key/v1", "/v1"} {
 		g := e.Group(prefix, p.tagDialect)
-		g.POST("/chat/completions", p.chat(OpenAIChat))
-		g.POST("/messages", p.chat(AnthropicMessages))
-		g.POST("/responses", p.chat(OpenAIResponses))
+		g.POST("/chat/completions", p.chat(dialect.OpenAIChat))
+		g.POST("/messages", p.chat(dialect.AnthropicMessages))
+		g.POST("/responses", p.chat(dialect.OpenAIResponses))
 		g.Any("/*", p.passthrough)
 	}
 }
@@ -142,8 +153,8 @@ func (p *Proxy) Register(e *echo.Echo) {
 const dialectKey = "perpetuity.dialect"
 
 // DialectOf reports the dialect a proxy route answers in (0 outside the proxy).
-func DialectOf(c echo.Context) Dialect {
-	d, _ := c.Get(dialectKey).(Dialect)
+func DialectOf(c echo.Context) dialect.Dialect {
+	d, _ := c.Get(dialectKey).(dialect.Dialect)
 	return d
 }
 
@@ -161,18 +172,18 @@ func (p *Proxy) tagDialect(next echo.HandlerFunc) echo.HandlerFunc {
 
 // guessDialect picks the error dialect for a route before the body is read:
 // the messages route and Anthropic-style credentials speak Anthropic.
-func guessDialect(r *http.Request) Dialect {
+func guessDialect(r *http.Request) dialect.Dialect {
 	path := r.URL.Path
 	if strings.HasSuffix(path, "/messages") {
-		return AnthropicMessages
+		return dialect.AnthropicMessages
 	}
 	if strings.HasSuffix(path, "/responses") {
-		return OpenAIResponses
+		return dialect.OpenAIResponses
 	}
 	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" {
-		return AnthropicMessages
+		return dialect.AnthropicMessages
 	}
-	return OpenAIChat
+	return dialect.OpenAIChat
 }
 
 func newRequestID() string {

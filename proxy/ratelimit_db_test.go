@@ -283,7 +283,8 @@ func TestRateLimitRefusesInDialect(t *testing.T) {
 func TestTokenLimitRefuses(t *testing.T) {
 	t.Parallel()
 	lp := newLimitedProxy(t)
-	lp.px.limits.ttl = 200 * time.Millisecond // the lift below need not wait the full TTL
+	const ttl = 200 * time.Millisecond
+	lp.px.limits.SetCacheTTL(ttl) // the lift below need not wait the full TTL
 	for _, d := range limitDialects {
 		t.Run(d.name, func(t *testing.T) {
 			nt := lp.tenant("tpm-"+d.name, store.LimitsUpdate{TokensPerMinute: limitPtr(600)})
@@ -303,7 +304,7 @@ func TestTokenLimitRefuses(t *testing.T) {
 			if _, err := lp.db.SetTenantLimits(context.Background(), nt.TenantID, store.LimitsUpdate{TokensPerMinute: limitPtr(0)}, store.Limits{}); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(lp.px.limits.ttl + 3*time.Second)
+			deadline := time.Now().Add(ttl + 3*time.Second)
 			for {
 				status, _, body := lp.do(nt.Key, d.call(2, false))
 				if status == http.StatusOK {

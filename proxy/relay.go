@@ -12,7 +12,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/proxy/provider"
 	"github.com/perpetuity/perpetuity/proxy/sse"
+	"github.com/perpetuity/perpetuity/proxy/toolloop"
 	"github.com/perpetuity/perpetuity/proxy/translate"
 )
 
@@ -21,7 +23,7 @@ const maxUpstreamBody = 64 << 20
 
 // forward sends the rendered request and relays the reply, returning what
 // the provider said for capture. With memory tools on, the reply may take
-// several rounds (tools.go); the client sees one.
+// several rounds (proxy/toolloop); the client sees one.
 func (p *Proxy) forward(c echo.Context, t *turn, body []byte) (reply, error) {
 	resp, r, err := p.send(c, t, body)
 	if resp == nil {
@@ -60,7 +62,7 @@ func (p *Proxy) send(c echo.Context, t *turn, body []byte) (*http.Response, repl
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if !c.Response().Committed {
 			// A later round's error comes in band, in the stream's own type.
-			copyResponseHeaders(c.Response().Header(), resp.Header)
+			provider.CopyResponseHeaders(c.Response().Header(), resp.Header)
 		}
 		if !json.Valid(b) {
 			// Only a JSON error is relayed; a page (a gateway's HTML) is named, never served.
@@ -102,15 +104,15 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 		if t.loop == nil {
 			break
 		}
-		calls, stop, asst, err := roundOf(t.up.dialect, b)
+		round, err := t.loop.Read(b)
 		if err != nil {
 			break // not a reply the loop can read: relayed as it came
 		}
-		if !t.loop.continues(calls, stop) {
-			merge = len(bodies) > 1 || hasMemory(calls)
+		if !t.loop.Continues(round) {
+			merge = len(bodies) > 1 || round.CalledMemory()
 			break
 		}
-		next, err := t.loop.next(asst, calls, p.runTools(ctx, t, calls))
+		next, err := t.loop.Next(ctx, round)
 		if err != nil {
 			return reply{}, fmt.Errorf("memory tools: %w", err)
 		}
@@ -125,7 +127,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 	}
 	b := bodies[len(bodies)-1]
 	if merge {
-		m, err := mergeRounds(t.up.dialect, bodies)
+		m, err := t.loop.Merge(bodies)
 		if err != nil {
 			p.log.Warn("memory tool rounds could not be merged", "request_id", t.rid, "provider", t.up.provider, "err", err)
 			return reply{interrupted: true}, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider reply could not be read"}
@@ -143,7 +145,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 		}
 	}
 	res := c.Response()
-	copyResponseHeaders(res.Header(), resp.Header)
+	provider.CopyResponseHeaders(res.Header(), resp.Header)
 	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	res.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	res.WriteHeader(resp.StatusCode)
@@ -158,7 +160,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 // a flagged capture, never a clean end. Errors returned after the response
 // started reach the client as the dialect's in-band error event (WriteError).
 //
-// With memory tools, a stitcher makes one stream of the rounds (stitch.go);
+// With memory tools, a stitcher makes one stream of the rounds (proxy/toolloop);
 // capture follows the stitched events, which are what the harness got.
 func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply, error) {
 	defer func() {
@@ -169,7 +171,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	ctx := c.Request().Context()
 	res := c.Response()
 	h := res.Header()
-	copyResponseHeaders(h, resp.Header)
+	provider.CopyResponseHeaders(h, resp.Header)
 	h.Set(echo.HeaderContentType, resp.Header.Get(echo.HeaderContentType)) // an event stream: forward checked
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
@@ -184,9 +186,9 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	if err := rl.rc.Flush(); err != nil {
 		return reply{interrupted: true}, nil
 	}
-	var st stitcher
+	var st toolloop.Stitcher
 	if t.loop != nil {
-		st = newStitcher(t.loop)
+		st = t.loop.Stitcher()
 	}
 	acc := rl.acc
 	rd := sse.NewReader(resp.Body)
@@ -194,9 +196,8 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 		ev, err := rd.Next()
 		// A round that called memory ends at its terminator (or its end):
 		// the calls run and the next round's events follow on.
-		if st != nil && st.continuing() && (errors.Is(err, io.EOF) || err == nil && isTerminator(t.up.dialect, ev)) {
-			calls := st.calls()
-			next, err := t.loop.next(st.assistant(), calls, p.runTools(ctx, t, calls))
+		if st != nil && st.Continuing() && (errors.Is(err, io.EOF) || err == nil && st.Terminator(ev)) {
+			next, err := t.loop.Next(ctx, st.Round())
 			if err != nil {
 				return acc.reply(true), fmt.Errorf("memory tools: %w", err)
 			}
@@ -207,7 +208,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 			if !isEventStream(resp.Header.Get("Content-Type")) {
 				return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider answered a streamed request whole"}
 			}
-			st.nextRound()
+			st.NextRound()
 			rd = sse.NewReader(resp.Body)
 			continue
 		}
@@ -225,7 +226,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 		}
 		evs := []sse.Event{ev}
 		if st != nil {
-			evs = st.push(ev)
+			evs = st.Push(ev)
 		}
 		if brk, gone, err := rl.relay(evs); err != nil || gone {
 			return acc.reply(true), err
@@ -235,7 +236,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	}
 	if st != nil {
 		// A stream that broke off still shows what it held.
-		if _, gone, err := rl.relay(st.flush()); err != nil || gone {
+		if _, gone, err := rl.relay(st.Flush()); err != nil || gone {
 			return acc.reply(true), err
 		}
 	}
@@ -292,14 +293,6 @@ func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 		}
 	}
 	return false, false, nil
-}
-
-// isTerminator tells the provider's last event of a stream.
-func isTerminator(d Dialect, ev sse.Event) bool {
-	if d == AnthropicMessages {
-		return ev.Event == "message_stop"
-	}
-	return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))
 }
 
 // writeEvents writes and flushes events under the stall deadline; false

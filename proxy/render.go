@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // renderFrame replaces the harness's history with the frame, in the
@@ -17,7 +18,7 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 		return json.Marshal(in.fields)
 	}
 	var msgs []any
-	if in.dialect != AnthropicMessages {
+	if in.dialect != dialect.AnthropicMessages {
 		for _, m := range in.messages {
 			if m.role != "system" && m.role != "developer" {
 				break
@@ -57,13 +58,13 @@ type frameMessage struct {
 
 // withNonTextParts keeps a live message's images and other non-text parts
 // beside the frame's rendering of its text.
-func withNonTextParts(d Dialect, text string, liveRaw json.RawMessage) []json.RawMessage {
+func withNonTextParts(d dialect.Dialect, text string, liveRaw json.RawMessage) []json.RawMessage {
 	var m struct {
 		Content []json.RawMessage `json:"content"`
 	}
 	_ = json.Unmarshal(liveRaw, &m)
 	textType := "text"
-	if d == OpenAIResponses {
+	if d == dialect.OpenAIResponses {
 		textType = "input_text"
 	}
 	first, _ := json.Marshal(map[string]string{"type": textType, "text": text})

@@ -1,16 +1,18 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 )
 
 // inbound is the dialect-neutral view of a chat request: just what the
 // pipeline reads. Everything else stays in fields, untouched, so unknown
 // parameters reach the provider as sent.
 type inbound struct {
-	dialect  Dialect
+	dialect  dialect.Dialect
 	body     []byte // as received
 	fields   map[string]json.RawMessage
 	model    string
@@ -56,7 +58,7 @@ type contentPart struct {
 
 // parseInbound decodes a chat request body of dialect d. Errors are
 // client errors, written in the client's dialect.
-func parseInbound(d Dialect, body []byte) (*inbound, error) {
+func parseInbound(d dialect.Dialect, body []byte) (*inbound, error) {
 	in := &inbound{dialect: d, body: body, live: -1, listKey: "messages"}
 	if err := json.Unmarshal(body, &in.fields); err != nil || in.fields == nil {
 		return nil, errBadRequest("request body is not a JSON object: %s", jsonErrorText(err))
@@ -69,15 +71,15 @@ func parseInbound(d Dialect, body []byte) (*inbound, error) {
 	if in.model == "" {
 		return nil, errBadRequest("model: is required")
 	}
-	if raw, ok := in.fields["stream"]; ok && !isNull(raw) {
+	if raw, ok := in.fields["stream"]; ok && !jsonx.IsNull(raw) {
 		if err := json.Unmarshal(raw, &in.stream); err != nil {
 			return nil, errBadRequest("stream: must be a boolean")
 		}
 	}
-	if d == OpenAIResponses {
+	if d == dialect.OpenAIResponses {
 		return parseResponsesInput(in)
 	}
-	if raw, ok := in.fields["stream_options"]; ok && d == OpenAIChat {
+	if raw, ok := in.fields["stream_options"]; ok && d == dialect.OpenAIChat {
 		var so struct {
 			IncludeUsage bool `json:"include_usage"`
 		}
@@ -106,8 +108,8 @@ func parseInbound(d Dialect, body []byte) (*inbound, error) {
 		}
 		in.messages = append(in.messages, m)
 	}
-	if d == AnthropicMessages {
-		if raw, ok := in.fields["system"]; ok && !isNull(raw) {
+	if d == dialect.AnthropicMessages {
+		if raw, ok := in.fields["system"]; ok && !jsonx.IsNull(raw) {
 			t, _, err := contentText(raw)
 			if err != nil {
 				return nil, errBadRequest("system: must be a string or an array of text blocks")
@@ -145,7 +147,7 @@ func (in *inbound) findLive() {
 	}
 }
 
-func parseMessage(d Dialect, raw json.RawMessage) (inMessage, error) {
+func parseMessage(d dialect.Dialect, raw json.RawMessage) (inMessage, error) {
 	var m struct {
 		Role      string          `json:"role"`
 		Content   json.RawMessage `json:"content"`
@@ -156,7 +158,7 @@ func parseMessage(d Dialect, raw json.RawMessage) (inMessage, error) {
 	}
 	out := inMessage{role: m.Role, raw: raw}
 	switch d {
-	case AnthropicMessages:
+	case dialect.AnthropicMessages:
 		if m.Role != "user" && m.Role != "assistant" {
 			return out, errString("role must be \"user\" or \"assistant\"")
 		}
@@ -175,12 +177,12 @@ func parseMessage(d Dialect, raw json.RawMessage) (inMessage, error) {
 	if err != nil {
 		return out, err
 	}
-	out.text, out.nonText = text, nonText || (len(m.ToolCalls) > 0 && !isNull(m.ToolCalls))
+	out.text, out.nonText = text, nonText || (len(m.ToolCalls) > 0 && !jsonx.IsNull(m.ToolCalls))
 	// An Anthropic user message carrying tool results continues the tool
 	// exchange, even with text beside the results (harnesses add reminders
 	// there): it stays native after the live question, with the assistant
 	// tool_use it answers, so the ids still match.
-	if d == AnthropicMessages && m.Role == "user" && nonText && hasToolResult(m.Content) {
+	if d == dialect.AnthropicMessages && m.Role == "user" && nonText && hasToolResult(m.Content) {
 		out.toolOnly = true
 	}
 	return out, nil
@@ -189,7 +191,7 @@ func parseMessage(d Dialect, raw json.RawMessage) (inMessage, error) {
 // contentText joins the text of a content field (a string or an array of
 // parts) and reports whether other kinds of parts were present.
 func contentText(raw json.RawMessage) (text string, nonText bool, err error) {
-	if len(raw) == 0 || isNull(raw) {
+	if len(raw) == 0 || jsonx.IsNull(raw) {
 		return "", false, nil
 	}
 	if raw[0] == '"' {
@@ -230,8 +232,6 @@ func hasToolResult(raw json.RawMessage) bool {
 	}
 	return false
 }
-
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 type errString string
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 	"github.com/perpetuity/perpetuity/proxy/wire/openai"
 )
 
@@ -29,7 +30,7 @@ import (
 func parseResponsesInput(in *inbound) (*inbound, error) {
 	in.listKey = "input"
 	var sys []string
-	if raw, ok := in.fields["instructions"]; ok && !isNull(raw) {
+	if raw, ok := in.fields["instructions"]; ok && !jsonx.IsNull(raw) {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, errBadRequest("instructions: must be a string")
@@ -42,16 +43,16 @@ func parseResponsesInput(in *inbound) (*inbound, error) {
 	if raw, ok := in.fields["prompt_cache_key"]; ok {
 		_ = json.Unmarshal(raw, &in.cacheKey)
 	}
-	if raw, ok := in.fields["conversation"]; ok && !isNull(raw) {
+	if raw, ok := in.fields["conversation"]; ok && !jsonx.IsNull(raw) {
 		in.session = openai.ConversationID(raw)
 		in.stateful = true
 	}
-	if raw, ok := in.fields["previous_response_id"]; ok && !isNull(raw) {
+	if raw, ok := in.fields["previous_response_id"]; ok && !jsonx.IsNull(raw) {
 		in.stateful = true
 	}
 	raw, ok := in.fields["input"]
 	switch {
-	case !ok || isNull(raw):
+	case !ok || jsonx.IsNull(raw):
 		// A stored prompt or previous_response_id can stand in for input.
 	case len(raw) > 0 && raw[0] == '"':
 		var s string

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 const responsesIn = `{"model":"gpt-4.1","instructions":"Be brief.","store":false,"input":[` +
@@ -179,7 +180,7 @@ func TestParseResponsesInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			in, err := parseInbound(OpenAIResponses, []byte(c.body))
+			in, err := parseInbound(dialect.OpenAIResponses, []byte(c.body))
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want %q", err, c.err)

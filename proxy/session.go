@@ -7,6 +7,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/memory/text"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // Coding agents name their own sessions (issue 17). Without that name the
@@ -37,7 +38,7 @@ func sessionOf(h http.Header, in *inbound) harnessSession {
 	// Any client may set prompt_cache_key, often to one value for all its
 	// users (a prompt template's name): only an id shaped like Codex's
 	// (a UUID) is taken for a session.
-	if in.dialect == OpenAIResponses && isUUID(in.cacheKey) {
+	if in.dialect == dialect.OpenAIResponses && isUUID(in.cacheKey) {
 		return harnessSession{source: "prompt_cache_key", id: in.cacheKey}
 	}
 	return harnessSession{}
@@ -112,7 +113,7 @@ func (t *turn) hints() []store.Hint {
 	var out []store.Hint
 	if h := strings.TrimSpace(t.in.userHint); plainText(h, maxHintLen) {
 		field := "user"
-		if t.in.dialect == AnthropicMessages {
+		if t.in.dialect == dialect.AnthropicMessages {
 			field = "metadata.user_id"
 		}
 		out = append(out, store.Hint{Subject: field, Value: h})

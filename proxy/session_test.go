@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // The request shapes below follow what the harnesses send (issue 17):
@@ -205,10 +207,10 @@ func TestHarnessSessionTitle(t *testing.T) {
 		in   func(t *testing.T) (*inbound, error)
 	}{
 		{"codex", func(t *testing.T) (*inbound, error) {
-			return parseInbound(OpenAIResponses, []byte(codexBody(t, "", "fix the failing test\nit is flaky")))
+			return parseInbound(dialect.OpenAIResponses, []byte(codexBody(t, "", "fix the failing test\nit is flaky")))
 		}},
 		{"claude code", func(t *testing.T) (*inbound, error) {
-			return parseInbound(AnthropicMessages, []byte(claudeCodeBody(t, "s", "fix the failing test\nit is flaky")))
+			return parseInbound(dialect.AnthropicMessages, []byte(claudeCodeBody(t, "s", "fix the failing test\nit is flaky")))
 		}},
 	} {
 		in, err := c.in(t)
@@ -230,7 +232,7 @@ func FuzzSessionOf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header, cacheKey string) {
 		h := http.Header{}
 		h.Set("Session-Id", header)
-		hs := sessionOf(h, &inbound{dialect: OpenAIResponses, cacheKey: cacheKey})
+		hs := sessionOf(h, &inbound{dialect: dialect.OpenAIResponses, cacheKey: cacheKey})
 		if hs.id == "" {
 			return
 		}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // PostgreSQL text holds neither U+0000 nor invalid UTF-8. A request that
@@ -47,7 +49,7 @@ func checkStorable(in *inbound, h http.Header, hintIsIdentity bool) error {
 	}
 	if hintIsIdentity && strings.TrimSpace(h.Get(HeaderUser)) == "" && in.userHint != "" {
 		field, raw := "user", in.fields["user"]
-		if in.dialect == AnthropicMessages {
+		if in.dialect == dialect.AnthropicMessages {
 			field, raw = "metadata.user_id", in.fields["metadata"]
 		}
 		if err := storableJSON(field, raw, in.userHint); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 func TestCheckStorable(t *testing.T) {
@@ -20,7 +22,7 @@ func TestCheckStorable(t *testing.T) {
 	}
 	type c struct {
 		name     string
-		d        Dialect
+		d        dialect.Dialect
 		body     string
 		header   map[string]string
 		identity bool
@@ -28,14 +30,14 @@ func TestCheckStorable(t *testing.T) {
 	}
 	var cases []c
 	for _, d := range []struct {
-		d                 Dialect
+		d                 dialect.Dialect
 		tmpl, live, model string
 		hint              string
-	}{{OpenAIChat, chat, "messages[3].content", `"gpt-4o"`, `,"user":"u\u0000"`},
-		{AnthropicMessages, anth, "messages[2].content", `"claude-sonnet-4-5"`, `,"metadata":{"user_id":"u\u0000"}`},
-		{OpenAIResponses, resp, "input[2].content", `"gpt-4o"`, `,"user":"u\u0000"`}} {
+	}{{dialect.OpenAIChat, chat, "messages[3].content", `"gpt-4o"`, `,"user":"u\u0000"`},
+		{dialect.AnthropicMessages, anth, "messages[2].content", `"claude-sonnet-4-5"`, `,"metadata":{"user_id":"u\u0000"}`},
+		{dialect.OpenAIResponses, resp, "input[2].content", `"gpt-4o"`, `,"user":"u\u0000"`}} {
 		hintField := "user"
-		if d.d == AnthropicMessages {
+		if d.d == dialect.AnthropicMessages {
 			hintField = "metadata.user_id"
 		}
 		cases = append(cases,
@@ -58,12 +60,12 @@ func TestCheckStorable(t *testing.T) {
 		)
 	}
 	cases = append(cases,
-		c{"Responses string input with a NUL", OpenAIResponses, `{"model":"gpt-4o","input":"a\u0000"}`, nil, false, "input contains a NUL"},
-		c{"Responses string input not UTF-8", OpenAIResponses, "{\"model\":\"gpt-4o\",\"input\":\"a\xff\"}", nil, false, "input is not valid UTF-8"},
-		c{"Responses conversation with a NUL", OpenAIResponses, `{"model":"gpt-4o","conversation":"c\u0000","input":"hi"}`, nil, false, "conversation contains a NUL"},
-		c{"Responses conversation object not UTF-8", OpenAIResponses, "{\"model\":\"gpt-4o\",\"conversation\":{\"id\":\"c\xff\"},\"input\":\"hi\"}", nil, false, "conversation is not valid UTF-8"},
-		c{"a NUL in a tool result", OpenAIChat, `{"model":"gpt-4o","messages":[{"role":"user","content":"read"},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"\u0000"}]}`, nil, false, ""},
-		c{"an Anthropic tool result with a NUL beside the question", AnthropicMessages, `{"model":"claude-sonnet-4-5","max_tokens":9,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"\u0000"},{"type":"text","text":"go on"}]}]}`, nil, false, ""},
+		c{"Responses string input with a NUL", dialect.OpenAIResponses, `{"model":"gpt-4o","input":"a\u0000"}`, nil, false, "input contains a NUL"},
+		c{"Responses string input not UTF-8", dialect.OpenAIResponses, "{\"model\":\"gpt-4o\",\"input\":\"a\xff\"}", nil, false, "input is not valid UTF-8"},
+		c{"Responses conversation with a NUL", dialect.OpenAIResponses, `{"model":"gpt-4o","conversation":"c\u0000","input":"hi"}`, nil, false, "conversation contains a NUL"},
+		c{"Responses conversation object not UTF-8", dialect.OpenAIResponses, "{\"model\":\"gpt-4o\",\"conversation\":{\"id\":\"c\xff\"},\"input\":\"hi\"}", nil, false, "conversation is not valid UTF-8"},
+		c{"a NUL in a tool result", dialect.OpenAIChat, `{"model":"gpt-4o","messages":[{"role":"user","content":"read"},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"\u0000"}]}`, nil, false, ""},
+		c{"an Anthropic tool result with a NUL beside the question", dialect.AnthropicMessages, `{"model":"claude-sonnet-4-5","max_tokens":9,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"\u0000"},{"type":"text","text":"go on"}]}]}`, nil, false, ""},
 	)
 	for _, tc := range cases {
 		t.Run(tc.d.String()+"/"+tc.name, func(t *testing.T) {
@@ -120,7 +122,7 @@ func FuzzCheckStorable(f *testing.F) {
 	}
 	f.Add(uint8(0), []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`), "b\xffob", "c\x00", false)
 	f.Fuzz(func(t *testing.T, d uint8, body []byte, user, conv string, identity bool) {
-		dialect := []Dialect{OpenAIChat, AnthropicMessages, OpenAIResponses}[int(d)%3]
+		dialect := []dialect.Dialect{dialect.OpenAIChat, dialect.AnthropicMessages, dialect.OpenAIResponses}[int(d)%3]
 		in, err := parseInbound(dialect, body)
 		if err != nil {
 			return

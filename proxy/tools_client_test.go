@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // harnessView is what a harness reads of a reply, after checking the reply
@@ -34,11 +36,11 @@ func stopKind(reason string) string {
 // anything a strict accumulator refuses: a second message_start or role
 // chunk, block indexes out of order, chunks of another id, events after
 // the end.
-func clientSaw(t *testing.T, d Dialect, stream bool, body string) harnessView {
+func clientSaw(t *testing.T, d dialect.Dialect, stream bool, body string) harnessView {
 	t.Helper()
 	var v harnessView
 	switch {
-	case d == OpenAIChat && !stream:
+	case d == dialect.OpenAIChat && !stream:
 		var r struct {
 			Choices []struct {
 				Message struct {
@@ -62,7 +64,7 @@ func clientSaw(t *testing.T, d Dialect, stream bool, body string) harnessView {
 			v.calls = append(v.calls, c.Function.Name)
 		}
 		v.stop, v.in, v.out = stopKind(r.Choices[0].FinishReason), r.Usage.PromptTokens, r.Usage.CompletionTokens
-	case d == OpenAIChat:
+	case d == dialect.OpenAIChat:
 		evs := events(t, body)
 		id, roles, finishes := "", 0, 0
 		var text strings.Builder

@@ -7,6 +7,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // mentionsTools reports any memory tool name or instruction text in s.
@@ -35,8 +36,8 @@ func TestToolsOff(t *testing.T) {
 				n += "_stream"
 			}
 			cases = append(cases,
-				req{n + "/tools_off", r.path, r.body(stream, true), r.header, HeaderTools + ": off", map[Dialect]string{OpenAIChat: "openai", AnthropicMessages: "anthropic"}[r.provider]},
-				req{n + "/recall_off", r.path, r.body(stream, false), r.header, HeaderRecall + ": off", map[Dialect]string{OpenAIChat: "openai", AnthropicMessages: "anthropic"}[r.provider]})
+				req{n + "/tools_off", r.path, r.body(stream, true), r.header, HeaderTools + ": off", map[dialect.Dialect]string{dialect.OpenAIChat: "openai", dialect.AnthropicMessages: "anthropic"}[r.provider]},
+				req{n + "/recall_off", r.path, r.body(stream, false), r.header, HeaderRecall + ": off", map[dialect.Dialect]string{dialect.OpenAIChat: "openai", dialect.AnthropicMessages: "anthropic"}[r.provider]})
 		}
 	}
 	cases = append(cases, req{"responses", "/v1/responses", with(responsesIn, ""), "Authorization: Bearer sk-proj-k", "", "openai"},

@@ -9,24 +9,26 @@ import (
 
 	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/toolloop"
 )
 
 // toolRoute is one (client dialect, provider dialect) pair the memory-tool
 // loop runs on.
 type toolRoute struct {
 	name, path, header, model string
-	client, provider          Dialect
+	client, provider          dialect.Dialect
 }
 
 var toolRoutes = []toolRoute{
-	{"chat", "/v1/chat/completions", "Authorization: Bearer sk-proj-secret", "gpt-4o", OpenAIChat, OpenAIChat},
-	{"messages", "/v1/messages", "X-Api-Key: sk-ant-api03-secret", "claude-sonnet-4-5", AnthropicMessages, AnthropicMessages},
-	{"chat_to_anthropic", "/v1/chat/completions", chatHeader, "claude-sonnet-4-5", OpenAIChat, AnthropicMessages},
-	{"messages_to_openai", "/v1/messages", messagesHeader, "gpt-4o-mini", AnthropicMessages, OpenAIChat},
+	{"chat", "/v1/chat/completions", "Authorization: Bearer sk-proj-secret", "gpt-4o", dialect.OpenAIChat, dialect.OpenAIChat},
+	{"messages", "/v1/messages", "X-Api-Key: sk-ant-api03-secret", "claude-sonnet-4-5", dialect.AnthropicMessages, dialect.AnthropicMessages},
+	{"chat_to_anthropic", "/v1/chat/completions", chatHeader, "claude-sonnet-4-5", dialect.OpenAIChat, dialect.AnthropicMessages},
+	{"messages_to_openai", "/v1/messages", messagesHeader, "gpt-4o-mini", dialect.AnthropicMessages, dialect.OpenAIChat},
 }
 
 func (r toolRoute) upstream(tp *testProxy) upstreamServer {
-	if r.provider == AnthropicMessages {
+	if r.provider == dialect.AnthropicMessages {
 		return tp.anthropic
 	}
 	return tp.openai
@@ -36,7 +38,7 @@ func (r toolRoute) upstream(tp *testProxy) upstreamServer {
 // question, optionally with a harness tool.
 func (r toolRoute) body(stream, harnessTool bool) string {
 	var b strings.Builder
-	if r.client == AnthropicMessages {
+	if r.client == dialect.AnthropicMessages {
 		fmt.Fprintf(&b, `{"model":%q,"max_tokens":300,"system":"You are terse.","messages":[`+
 			`{"role":"user","content":"Hi, I am ada."},{"role":"assistant","content":"HARNESS COPY"},`+
 			`{"role":"user","content":"What colour is my cat?"}]`, r.model)
@@ -182,7 +184,7 @@ func (m *fakeMemory) lastQueryTools() bool {
 // the instruction; each round after the first ends with the previous
 // round's calls and their results, natively; the last round makes the
 // model answer.
-func checkRounds(t *testing.T, d Dialect, reqs []fakeprovider.Recorded, harnessTool bool, replies []fakeprovider.Reply) {
+func checkRounds(t *testing.T, d dialect.Dialect, reqs []fakeprovider.Recorded, harnessTool bool, replies []fakeprovider.Reply) {
 	t.Helper()
 	for i, rec := range reqs {
 		u := readUpstream(t, d, rec.Body)
@@ -199,7 +201,7 @@ func checkRounds(t *testing.T, d Dialect, reqs []fakeprovider.Recorded, harnessT
 		}
 		wantChoice := ""
 		if last && !harnessTool {
-			wantChoice = map[Dialect]string{OpenAIChat: `"none"`, AnthropicMessages: `{"type":"none"}`}[d]
+			wantChoice = map[dialect.Dialect]string{dialect.OpenAIChat: `"none"`, dialect.AnthropicMessages: `{"type":"none"}`}[d]
 		}
 		if u.toolChoice != wantChoice {
 			t.Fatalf("round %d tool_choice %s, want %q", i+1, u.toolChoice, wantChoice)
@@ -241,7 +243,7 @@ func checkRounds(t *testing.T, d Dialect, reqs []fakeprovider.Recorded, harnessT
 				t.Fatalf("round %d call %d is %+v, want %s", i+1, j, call, prev[j].Name)
 			case memory.IsTool(call.name) && !strings.Contains(res, call.name+" found: [memory]"):
 				t.Fatalf("round %d: result of %s is %q", i+1, call.name, res)
-			case !memory.IsTool(call.name) && res != notRunYet:
+			case !memory.IsTool(call.name) && res != toolloop.NotRunYet:
 				t.Fatalf("round %d: harness call answered %q", i+1, res)
 			}
 			var want, have any
@@ -270,7 +272,22 @@ type upstreamView struct {
 	priorText string
 }
 
-func readUpstream(t *testing.T, d Dialect, body []byte) upstreamView {
+// toolName reads a tool definition's name in either dialect.
+func toolName(raw json.RawMessage) string {
+	var t struct {
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	if t.Name != "" {
+		return t.Name
+	}
+	return t.Function.Name
+}
+
+func readUpstream(t *testing.T, d dialect.Dialect, body []byte) upstreamView {
 	t.Helper()
 	var req struct {
 		Tools      []json.RawMessage `json:"tools"`
@@ -300,7 +317,7 @@ func readUpstream(t *testing.T, d Dialect, body []byte) upstreamView {
 		s, _, _ := contentText(raw)
 		return s
 	}
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		u.system = text(req.System)
 		n := len(req.Messages)
 		if n >= 2 && req.Messages[n-2].Role == "assistant" {

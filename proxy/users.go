@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/limits"
 )
 
 // Probe mode and Capture: off promise that nothing is stored, yet each
@@ -57,7 +58,7 @@ func (p *Proxy) memoryUser(ctx context.Context, c echo.Context, tenantID int64, 
 // in the caller's dialect, open again at UTC midnight.
 func usersPerDayRefusal(limit int, now time.Time) *APIError {
 	midnight := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-	secs := retryAfter(midnight.Sub(now))
+	secs := limits.RetryAfter(midnight.Sub(now))
 	return &APIError{
 		Status: http.StatusTooManyRequests, Kind: RateLimited, OpenAIType: "users",
 		Message: fmt.Sprintf("This Perpetuity key has created its %d new memory users for today (PERPETUITY_KEY_USERS_PER_DAY); "+

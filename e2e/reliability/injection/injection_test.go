@@ -44,7 +44,7 @@ const (
 	question = "What do the Heron ledger notes say?"
 	// Headers for the fake provider, in the X-Stainless- namespace: the
 	// proxy passes a provider only the headers of its outbound allowlist
-	// (proxy/headers.go).
+	// (proxy/provider/headers.go).
 	hdrReply = "X-Stainless-Inj-Reply" // index of the assistant payload the fake answers with
 	hdrTool  = "X-Stainless-Inj-Tool"
 	hdrArgs  = "X-Stainless-Inj-Args"

@@ -13,7 +13,7 @@ import (
 // Headers the test sends for the fake provider. They attribute every
 // upstream request to the tenant that caused it and script the reply. The
 // proxy passes a provider only the headers of its outbound allowlist
-// (proxy/headers.go); these ride in the X-Stainless- namespace, the SDK
+// (proxy/provider/headers.go); these ride in the X-Stainless- namespace, the SDK
 // metadata every provider gets.
 const (
 	hdrTenant = "X-Stainless-Iso-Tenant" // the tenant's index

@@ -4,6 +4,9 @@
 // provider-specific parameter) and emit keys in a fixed order that depends
 // on a union's type (so translated output matches what the real API sends,
 // byte for byte). It also never HTML-escapes, as neither provider does.
+// The same ordered Object edits a provider's body or event in place (the
+// memory-tool loop's continuation requests and stitched streams), leaving
+// the members it does not touch as they came.
 package jsonx
 
 import (
@@ -100,15 +103,21 @@ func EncodeObject(src any, extra map[string]json.RawMessage) ([]byte, error) {
 			owned[name] = true
 		}
 	}
-	o := Object{}
-	o.b = append(o.b, b[:len(b)-1]...)
-	o.n = len(b) - 2 // "{}" has no members; anything longer has at least one
+	out := b[:len(b)-1]
+	members := len(b) > 2 // "{}" has no members; anything longer has at least one
 	for _, k := range sortedKeys(extra) {
-		if !owned[k] {
-			o.SetRaw(k, extra[k])
+		if owned[k] {
+			continue
 		}
+		if members {
+			out = append(out, ',')
+		}
+		kb, _ := Marshal(k)
+		out = append(append(out, kb...), ':')
+		out = appendValue(out, extra[k])
+		members = true
 	}
-	return o.Bytes()
+	return append(out, '}'), nil
 }
 
 func fieldName(f reflect.StructField) string {
@@ -133,91 +142,4 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// Object builds a JSON object whose keys appear in the order they are set.
-// The first encoding error sticks and is returned by Bytes.
-type Object struct {
-	b     []byte
-	n     int
-	err   error
-	extra map[string]json.RawMessage
-	used  map[string]bool
-}
-
-// UseExtra registers the extras of a leniently decoded value before any key
-// is set: a key set later takes its extra's verbatim value instead (the
-// typed field could not hold it), and SetExtra emits only the rest.
-func (o *Object) UseExtra(extra map[string]json.RawMessage) {
-	o.extra = extra
-}
-
-// Set adds key with v encoded by Marshal, or with the registered extra
-// value for key if there is one.
-func (o *Object) Set(key string, v any) {
-	if o.err != nil {
-		return
-	}
-	if raw, ok := o.extra[key]; ok {
-		o.SetRaw(key, raw)
-		return
-	}
-	raw, err := Marshal(v)
-	if err != nil {
-		o.err = fmt.Errorf("%s: %w", key, err)
-		return
-	}
-	o.SetRaw(key, raw)
-}
-
-// SetRaw adds key with an already encoded value; an empty value becomes null.
-func (o *Object) SetRaw(key string, raw []byte) {
-	if o.err != nil {
-		return
-	}
-	if len(o.b) == 0 {
-		o.b = append(o.b, '{')
-	}
-	if o.used[key] {
-		return
-	}
-	if _, ok := o.extra[key]; ok {
-		if o.used == nil {
-			o.used = map[string]bool{}
-		}
-		o.used[key] = true
-		raw = o.extra[key]
-	}
-	if o.n > 0 {
-		o.b = append(o.b, ',')
-	}
-	k, _ := Marshal(key)
-	o.b = append(o.b, k...)
-	o.b = append(o.b, ':')
-	if len(raw) == 0 {
-		raw = []byte("null")
-	}
-	o.b = append(o.b, raw...)
-	o.n++
-}
-
-// SetExtra adds every key of extra in sorted order, except keys an earlier
-// Set already took from the registered extras.
-func (o *Object) SetExtra(extra map[string]json.RawMessage) {
-	for _, k := range sortedKeys(extra) {
-		if !o.used[k] {
-			o.SetRaw(k, extra[k])
-		}
-	}
-}
-
-// Bytes returns the finished object.
-func (o *Object) Bytes() ([]byte, error) {
-	if o.err != nil {
-		return nil, o.err
-	}
-	if len(o.b) == 0 {
-		return []byte("{}"), nil
-	}
-	return append(o.b, '}'), nil
 }

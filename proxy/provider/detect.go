@@ -1,79 +1,59 @@
-package proxy
+package provider
 
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
-// Provider detection (DESIGN §3). Which provider a request is for is read
-// from the credential's shape and the model name's shape; where each
-// provider lives comes from the operator's configuration only. Nothing in a
-// request (api_base or base_url fields, a URL as the model name, odd
-// headers) can name a host.
-//
-// The rules, first match wins:
-//
-//  1. A model name that looks like a URL is refused.
-//  2. A model matching a declared upstream's prefix (PERPETUITY_UPSTREAMS,
-//     longest prefix) goes there, with whatever credential came.
-//  3. An OpenRouter key (sk-or-) goes to OpenRouter, whatever the model:
-//     the key is good nowhere else.
-//  4. claude-* goes to Anthropic.
-//  5. gpt-*, chatgpt-*, o<digit>*, codex-*, ft:* go to OpenAI.
-//  6. vendor/model goes to OpenRouter.
-//  7. Any other model goes where an unmistakable key points (sk-ant- to
-//     Anthropic; sk-proj-, sk-svcacct-, sk-admin- to OpenAI). A bare sk- key
-//     is not unmistakable: DeepSeek and many OpenAI-compatible servers issue
-//     those too.
-//  8. Anything else is a 400 naming the model and the credential's shape.
-//
-// A credential is never sent to a provider it visibly belongs to another
-// of: a claude-* model with an OpenAI-looking key (Bearer sk-..., sk-proj-
-// ...), a gpt-* model with an Anthropic key, a vendor/model name with an
-// OpenAI or Anthropic key are 400s rather than forwarded. Keys of no known
-// shape go wherever the model points (Anthropic OAuth tokens, local
-// servers' keys). When both x-api-key and Authorization are sent, the one
-// the chosen provider reads is used and the other is not forwarded:
-// Anthropic reads x-api-key (else a Bearer token), OpenAI-compatible
-// servers read the Bearer token (else x-api-key, moved to Authorization).
-
-// provider is one upstream from the configuration.
-type provider struct {
-	name    string  // "openai", "anthropic", "openrouter" or a declared name
-	base    string  // base URL from configuration
-	dialect Dialect // OpenAIChat (OpenAI-compatible) or AnthropicMessages
-	noTools bool    // never offer the memory tools (Upstream.NoTools)
-	// paths are the endpoints pass-through relays to it (passpath.go);
-	// none for declared upstreams, which pass-through never picks.
-	paths []pathShape
+// Provider is one upstream from the configuration.
+type Provider struct {
+	Name    string          // "openai", "anthropic", "openrouter" or a declared name
+	Base    string          // base URL from configuration
+	Dialect dialect.Dialect // OpenAIChat (OpenAI-compatible) or AnthropicMessages
+	NoTools bool            // never offer the memory tools (Upstream.NoTools)
+	// Paths are the endpoints pass-through relays to it (paths.go); none
+	// for declared upstreams, which pass-through never picks.
+	Paths []PathShape
 }
 
-// providers is the configured set, built once by New.
-type providers struct {
-	openai, anthropic, openrouter provider
+// Config is where the providers live: the operator's configuration only.
+type Config struct {
+	OpenAIBaseURL    string // includes /v1
+	AnthropicBaseURL string // without /v1
+	// OpenRouterBaseURL includes /api/v1; empty means DefaultOpenRouterBaseURL.
+	OpenRouterBaseURL string
+	Upstreams         []Upstream
+}
+
+// Set is the configured providers, built once by the proxy.
+type Set struct {
+	openai, anthropic, openrouter Provider
 	declared                      []declaredPrefix // longest prefix first
 }
 
 type declaredPrefix struct {
 	prefix string
-	prov   provider
+	prov   Provider
 }
 
-func newProviders(cfg Config) providers {
+// NewSet builds the configured providers.
+func NewSet(cfg Config) Set {
 	or := cfg.OpenRouterBaseURL
 	if or == "" {
 		or = DefaultOpenRouterBaseURL
 	}
-	ps := providers{
-		openai:     provider{name: "openai", base: strings.TrimRight(cfg.OpenAIBaseURL, "/"), dialect: OpenAIChat, paths: openAIPaths()},
-		anthropic:  provider{name: "anthropic", base: strings.TrimRight(cfg.AnthropicBaseURL, "/"), dialect: AnthropicMessages, paths: anthropicPaths()},
-		openrouter: provider{name: "openrouter", base: strings.TrimRight(or, "/"), dialect: OpenAIChat, paths: openRouterPaths()},
+	ps := Set{
+		openai:     Provider{Name: "openai", Base: strings.TrimRight(cfg.OpenAIBaseURL, "/"), Dialect: dialect.OpenAIChat, Paths: openAIPaths()},
+		anthropic:  Provider{Name: "anthropic", Base: strings.TrimRight(cfg.AnthropicBaseURL, "/"), Dialect: dialect.AnthropicMessages, Paths: anthropicPaths()},
+		openrouter: Provider{Name: "openrouter", Base: strings.TrimRight(or, "/"), Dialect: dialect.OpenAIChat, Paths: openRouterPaths()},
 	}
 	for _, u := range cfg.Upstreams {
-		pr := provider{name: u.Name, base: strings.TrimRight(u.BaseURL, "/"), dialect: OpenAIChat, noTools: u.NoTools}
+		pr := Provider{Name: u.Name, Base: strings.TrimRight(u.BaseURL, "/"), Dialect: dialect.OpenAIChat, NoTools: u.NoTools}
 		for _, p := range u.Prefixes {
 			ps.declared = append(ps.declared, declaredPrefix{prefix: strings.ToLower(p), prov: pr})
 		}
@@ -115,12 +95,26 @@ func classifyKey(k string) keyKind {
 	return keyUnknown
 }
 
-// perpetuityKeyAsCredential refuses a Perpetuity key sent where the
-// provider credential goes (Authorization or x-api-key): an SDK that insists
-// on an api_key is easily handed the Perpetuity key. It is this service's
-// secret and no provider's, so it is never passed on. The message names the
-// header, never the key.
-func perpetuityKeyAsCredential(h http.Header) error {
+// Error is a request that cannot be routed: the proxy answers it with a
+// 400, or with a 401 when KeyIn is set.
+type Error struct {
+	Message string
+	// KeyIn names the credential header that carries a Perpetuity key.
+	KeyIn string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errBadRequest(format string, args ...any) *Error {
+	return &Error{Message: fmt.Sprintf(format, args...)}
+}
+
+// CheckCredential refuses a Perpetuity key sent where the provider
+// credential goes (Authorization or x-api-key): an SDK that insists on an
+// api_key is easily handed the Perpetuity key. It is this service's secret
+// and no provider's, so it is never passed on. The error names the header,
+// never the key.
+func CheckCredential(h http.Header) error {
 	for _, name := range []string{"Authorization", "X-Api-Key"} {
 		for _, v := range h.Values(name) {
 			v = strings.TrimSpace(v)
@@ -128,9 +122,7 @@ func perpetuityKeyAsCredential(h http.Header) error {
 				v = strings.TrimSpace(v[7:])
 			}
 			if strings.HasPrefix(v, store.KeyPrefix) {
-				return &APIError{Status: http.StatusUnauthorized, Kind: Authentication, Message: "the provider credential (" + name +
-					") is a Perpetuity key; send the provider's own key there, and the Perpetuity key in the URL (/k/<key>/v1) or in " +
-					HeaderKey + " (it is never passed on to a provider)"}
+				return &Error{KeyIn: name, Message: "the provider credential (" + name + ") is a Perpetuity key"}
 			}
 		}
 	}
@@ -187,9 +179,9 @@ func readCredentials(h http.Header) credentials {
 }
 
 // forDialect is the credential a provider of dialect d reads.
-func (c credentials) forDialect(d Dialect) credential {
+func (c credentials) forDialect(d dialect.Dialect) credential {
 	first, second := c.bearer, c.apiKey
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		first, second = c.apiKey, c.bearer
 	}
 	if first.present() {
@@ -208,10 +200,10 @@ func (c credentials) String() string {
 	return c.apiKey.String()
 }
 
-// target is where one request goes and with which credential.
-type target struct {
-	prov provider
-	cred credential
+// Target is where one request goes and with which credential.
+type Target struct {
+	Provider Provider
+	cred     credential
 }
 
 // modelFamily is what a model name's shape says.
@@ -246,23 +238,23 @@ func looksLikeURL(model string) bool {
 		strings.HasPrefix(m, "http:") || strings.HasPrefix(m, "https:")
 }
 
-// detect applies the rules in the comment at the top of this file.
-func (ps *providers) detect(model string, h http.Header) (target, error) {
+// Detect applies the rules of the package comment (doc.go).
+func (ps *Set) Detect(model string, h http.Header) (Target, error) {
 	if looksLikeURL(model) {
-		return target{}, errBadRequest("model: %q looks like a URL or address; upstreams are set by the operator's configuration only", model)
+		return Target{}, errBadRequest("model: %q looks like a URL or address; upstreams are set by the operator's configuration only", model)
 	}
-	if err := perpetuityKeyAsCredential(h); err != nil {
-		return target{}, err
+	if err := CheckCredential(h); err != nil {
+		return Target{}, err
 	}
 	creds := readCredentials(h)
 	m := strings.ToLower(model)
 	for _, d := range ps.declared {
 		if strings.HasPrefix(m, d.prefix) {
-			return target{prov: d.prov, cred: creds.forDialect(OpenAIChat)}, nil
+			return Target{Provider: d.prov, cred: creds.forDialect(dialect.OpenAIChat)}, nil
 		}
 	}
-	if c := creds.forDialect(OpenAIChat); c.kind == keyOpenRouter {
-		return target{prov: ps.openrouter, cred: c}, nil
+	if c := creds.forDialect(dialect.OpenAIChat); c.kind == keyOpenRouter {
+		return Target{Provider: ps.openrouter, cred: c}, nil
 	}
 	switch classifyModel(model) {
 	case familyAnthropic:
@@ -272,7 +264,7 @@ func (ps *providers) detect(model string, h http.Header) (target, error) {
 	case familyVendor:
 		return ps.checked(ps.openrouter, model, creds, keyAnthropic, keyOpenAI, keyOpenAILike)
 	}
-	var found []provider
+	var found []Provider
 	for _, c := range []credential{creds.bearer, creds.apiKey} {
 		switch c.kind {
 		case keyAnthropic:
@@ -281,27 +273,28 @@ func (ps *providers) detect(model string, h http.Header) (target, error) {
 			found = append(found, ps.openai)
 		}
 	}
-	if len(found) == 1 || len(found) == 2 && found[0].name == found[1].name {
-		return target{prov: found[0], cred: creds.forDialect(found[0].dialect)}, nil
+	if len(found) == 1 || len(found) == 2 && found[0].Name == found[1].Name {
+		return Target{Provider: found[0], cred: creds.forDialect(found[0].Dialect)}, nil
 	}
-	return target{}, errBadRequest("cannot tell which provider serves model %q with %s: use a claude-*, gpt-*, o<digit>* or vendor/model name, "+
+	return Target{}, errBadRequest("cannot tell which provider serves model %q with %s: use a claude-*, gpt-*, o<digit>* or vendor/model name, "+
 		"a provider's own key, or ask the operator to declare the model's upstream (PERPETUITY_UPSTREAMS)", model, creds)
 }
 
 // checked sends the request to pr unless the credential it would carry
 // visibly belongs to another provider.
-func (ps *providers) checked(pr provider, model string, creds credentials, foreign ...keyKind) (target, error) {
-	c := creds.forDialect(pr.dialect)
+func (ps *Set) checked(pr Provider, model string, creds credentials, foreign ...keyKind) (Target, error) {
+	c := creds.forDialect(pr.Dialect)
 	for _, k := range foreign {
 		if c.kind == k {
-			return target{}, errBadRequest("model %q is served by %s, but the request carries %s; send a %s credential "+
-				"(the key is not forwarded to a provider it does not belong to)", model, providerTitle(pr.name), c, providerTitle(pr.name))
+			return Target{}, errBadRequest("model %q is served by %s, but the request carries %s; send a %s credential "+
+				"(the key is not forwarded to a provider it does not belong to)", model, Title(pr.Name), c, Title(pr.Name))
 		}
 	}
-	return target{prov: pr, cred: c}, nil
+	return Target{Provider: pr, cred: c}, nil
 }
 
-func providerTitle(name string) string {
+// Title is a provider's name as messages write it.
+func Title(name string) string {
 	switch name {
 	case "openai":
 		return "OpenAI"
@@ -311,4 +304,34 @@ func providerTitle(name string) string {
 		return "OpenRouter"
 	}
 	return fmt.Sprintf("upstream %q", name)
+}
+
+// PassthroughTarget picks the provider of a pass-through request and the
+// credential it gets, refusing one that visibly belongs to another
+// provider, as Detect does. These bodies need not name a model: an
+// OpenRouter key goes to OpenRouter, an Anthropic-style caller to
+// Anthropic, anything else to OpenAI.
+func (ps *Set) PassthroughTarget(h http.Header) (Target, error) {
+	creds := readCredentials(h)
+	if c := creds.forDialect(dialect.OpenAIChat); c.kind == keyOpenRouter {
+		return Target{Provider: ps.openrouter, cred: c}, nil
+	}
+	pr, foreign := ps.openai, []keyKind{keyAnthropic}
+	if isAnthropic(h) {
+		pr, foreign = ps.anthropic, []keyKind{keyOpenAI, keyOpenAILike}
+	}
+	c := creds.forDialect(pr.Dialect)
+	if slices.Contains(foreign, c.kind) {
+		return Target{}, errBadRequest("this request goes to %s (by its headers), but carries %s; send a %s credential "+
+			"(the key is not forwarded to a provider it does not belong to)", Title(pr.Name), c, Title(pr.Name))
+	}
+	return Target{Provider: pr, cred: c}, nil
+}
+
+// isAnthropic tells an Anthropic-style caller by its headers.
+func isAnthropic(h http.Header) bool {
+	if h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
+		return true
+	}
+	return strings.HasPrefix(strings.TrimPrefix(h.Get("Authorization"), "Bearer "), "sk-ant-")
 }

@@ -1,15 +1,17 @@
-package proxy
+package provider
 
 import (
 	"net/http"
 	"strings"
+
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // anthropicVersion is sent to Anthropic when the caller did not say: OpenAI
 // clients know nothing of the header, and the API requires it.
 const anthropicVersion = "2023-06-01"
 
-// outboundHeaders is the one policy for what a provider gets of the
+// Outbound is the one policy for what a provider gets of the
 // caller's headers, on every route (chat, messages, responses and
 // pass-through): the credential the provider reads, in the header it reads
 // it from, and the few headers of its dialect that SDKs and harnesses send
@@ -23,15 +25,15 @@ const anthropicVersion = "2023-06-01"
 // (Forwarded, X-Forwarded-*, X-Real-Ip), and headers some gateways obey as
 // another method or path (X-Http-Method-Override, X-Original-Url), which
 // would undo the pass-through's path and method checks.
-func outboundHeaders(src http.Header, tg target) http.Header {
+func Outbound(src http.Header, tg Target) http.Header {
 	h := make(http.Header, 8)
 	for k, vs := range src {
-		if allowedOutbound(k, tg.prov) {
+		if allowedOutbound(k, tg.Provider) {
 			h[k] = append([]string(nil), vs...)
 		}
 	}
-	switch tg.prov.dialect {
-	case AnthropicMessages:
+	switch tg.Provider.Dialect {
+	case dialect.AnthropicMessages:
 		switch {
 		case !tg.cred.present():
 		case !tg.cred.bearer || tg.cred.kind == keyAnthropic && !isAnthropicOAuth(tg.cred.value):
@@ -53,9 +55,9 @@ func outboundHeaders(src http.Header, tg target) http.Header {
 }
 
 // allowedOutbound reports a caller header (canonical name) the provider
-// may get. The credential headers are not among them: outboundHeaders sets
+// may get. The credential headers are not among them: Outbound sets
 // the one credential the provider reads.
-func allowedOutbound(k string, pr provider) bool {
+func allowedOutbound(k string, pr Provider) bool {
 	switch k {
 	case "Accept", "User-Agent", "Content-Type", "Idempotency-Key":
 		return true
@@ -65,7 +67,7 @@ func allowedOutbound(k string, pr provider) bool {
 	if strings.HasPrefix(k, "X-Stainless-") {
 		return true
 	}
-	if pr.dialect == AnthropicMessages {
+	if pr.Dialect == dialect.AnthropicMessages {
 		// anthropic-version, anthropic-beta, ...; X-App names the harness
 		// (Claude Code sends it).
 		return strings.HasPrefix(k, "Anthropic-") || k == "X-App"
@@ -75,16 +77,16 @@ func allowedOutbound(k string, pr provider) bool {
 		return true
 	case "Http-Referer", "X-Title":
 		// OpenRouter's documented app attribution.
-		return pr.name == "openrouter"
+		return pr.Name == "openrouter"
 	}
 	// openai-organization, openai-project, openai-beta.
 	return strings.HasPrefix(k, "Openai-")
 }
 
-// upstreamHeaders are the headers of a request the pipeline renders:
-// outboundHeaders, with the body's type, which is always JSON.
-func upstreamHeaders(src http.Header, tg target) http.Header {
-	h := outboundHeaders(src, tg)
+// UpstreamHeaders are the headers of a request the pipeline renders:
+// Outbound, with the body's type, which is always JSON.
+func UpstreamHeaders(src http.Header, tg Target) http.Header {
+	h := Outbound(src, tg)
 	h.Set("Content-Type", "application/json")
 	return h
 }

@@ -1,4 +1,4 @@
-package proxy
+package toolloop
 
 import (
 	"bytes"
@@ -7,17 +7,16 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/proxy/sse"
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 )
 
-// chatStitcher stitches OpenAI chat completion streams (see stitcher).
+// chatStitcher stitches OpenAI chat completion streams (see Stitcher).
 // Later rounds' chunks take the first round's id and created time (the
 // SDKs' accumulators refuse a chunk of another id) and lose the role.
 type chatStitcher struct {
-	loop *toolLoop
+	loop *Loop
 	stitchText
-	held     []sse.Event
-	holding  bool
-	holdFrom int // nextTool when holding began
+	hold
 
 	id      json.RawMessage
 	created json.RawMessage
@@ -33,30 +32,20 @@ type chatStitcher struct {
 }
 
 type chatCall struct {
-	toolCall
+	call
 	argsText strings.Builder
 	out      int
 }
 
-func (s *chatStitcher) emit(ev sse.Event) []sse.Event {
-	if s.holding {
-		s.held = append(s.held, ev)
-		return nil
-	}
-	return []sse.Event{ev}
+func (s *chatStitcher) Terminator(ev sse.Event) bool {
+	return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))
 }
 
-func (s *chatStitcher) release() []sse.Event {
-	out := s.held
-	s.held, s.holding = nil, false
-	return out
-}
+func (s *chatStitcher) Continuing() bool { return s.cont }
 
-func (s *chatStitcher) flush() []sse.Event { return s.release() }
+func (s *chatStitcher) Round() Round { return Round{calls: s.calls(), assistant: s.assistant()} }
 
-func (s *chatStitcher) continuing() bool { return s.cont }
-
-func (s *chatStitcher) push(ev sse.Event) []sse.Event {
+func (s *chatStitcher) Push(ev sse.Event) []sse.Event {
 	data := bytes.TrimSpace(ev.Data)
 	if bytes.Equal(data, []byte("[DONE]")) {
 		if s.cont {
@@ -67,20 +56,20 @@ func (s *chatStitcher) push(ev sse.Event) []sse.Event {
 	if s.plain(data) {
 		return s.emit(ev)
 	}
-	o, err := parseObject(data)
+	o, err := jsonx.ParseObject(data)
 	if err != nil {
 		return s.emit(ev)
 	}
-	if o.has("error") {
+	if o.Has("error") {
 		return append(s.release(), ev)
 	}
 	round := s.loop.round
 	if round == 1 && s.id == nil {
-		s.id, s.created = o.get("id"), o.get("created")
+		s.id, s.created = o.Get("id"), o.Get("created")
 	}
-	hasUsage := o.has("usage")
+	hasUsage := o.Has("usage")
 	if hasUsage {
-		s.roundUsage = o.get("usage")
+		s.roundUsage = o.Get("usage")
 	}
 	if s.cont {
 		return nil // the usage chunk of a round that continues
@@ -88,28 +77,28 @@ func (s *chatStitcher) push(ev sse.Event) []sse.Event {
 	changed := false
 	wasHolding := s.holding
 	var finish string
-	choices := o.array("choices")
+	choices := o.Array("choices")
 	for i, raw := range choices {
-		c, err := parseObject(raw)
+		c, err := jsonx.ParseObject(raw)
 		if err != nil {
 			continue
 		}
 		var idx int
-		if json.Unmarshal(c.get("index"), &idx) == nil && idx != 0 {
+		if json.Unmarshal(c.Get("index"), &idx) == nil && idx != 0 {
 			continue // only choice 0 takes part in the loop (n > 1 has no tools)
 		}
-		d, err := parseObject(c.get("delta"))
+		d, err := jsonx.ParseObject(c.Get("delta"))
 		if err == nil && s.delta(d, round) {
-			c.setRaw("delta", d.bytes())
-			choices[i] = c.bytes()
+			c.SetRaw("delta", d.JSON())
+			choices[i] = c.JSON()
 			changed = true
 		}
-		if c.has("finish_reason") {
-			finish = c.str("finish_reason")
+		if c.Has("finish_reason") {
+			finish = c.Str("finish_reason")
 		}
 	}
 	if changed {
-		o.set("choices", choices)
+		o.Set("choices", choices)
 	}
 	if finish != "" {
 		calls := s.calls()
@@ -119,22 +108,22 @@ func (s *chatStitcher) push(ev sse.Event) []sse.Event {
 		}
 		if len(calls) > 0 && !hasHarness(calls) && (finish == "tool_calls" || finish == "function_call") {
 			choices[0] = setFinish(choices[0], "stop")
-			o.set("choices", choices)
+			o.Set("choices", choices)
 			changed = true
 		}
 	}
 	if round > 1 {
-		o.setRaw("id", s.id)
+		o.SetRaw("id", s.id)
 		if s.created != nil {
-			o.setRaw("created", s.created)
+			o.SetRaw("created", s.created)
 		}
 		changed = true
 	}
 	if hasUsage && round > 1 {
-		o.setRaw("usage", sumUsage(s.usage, s.roundUsage))
+		o.SetRaw("usage", sumUsage(s.usage, s.roundUsage))
 		changed = true
 	}
-	if changed && !hasUsage && !o.has("usage") && finish == "" && emptyChoices(choices) {
+	if changed && !hasUsage && !o.Has("usage") && finish == "" && emptyChoices(choices) {
 		return nil // nothing left once the memory calls and role are out
 	}
 	if !wasHolding && s.holding && finish == "" {
@@ -142,12 +131,12 @@ func (s *chatStitcher) push(ev sse.Event) []sse.Event {
 		// role or text (the API puts the first call in the role chunk):
 		// that part goes out now, the call is held.
 		if head, tail, ok := splitCalls(o); ok {
-			s.held = append(s.held, newEvent(ev.Event, tail.bytes()))
-			return []sse.Event{newEvent(ev.Event, head.bytes())}
+			s.held = append(s.held, newEvent(ev.Event, tail.JSON()))
+			return []sse.Event{newEvent(ev.Event, head.JSON())}
 		}
 	}
 	if changed {
-		ev = newEvent(ev.Event, o.bytes())
+		ev = newEvent(ev.Event, o.JSON())
 	}
 	if finish != "" {
 		return append(s.release(), ev)
@@ -180,7 +169,7 @@ func (s *chatStitcher) plain(data []byte) bool {
 	var c plainChunk
 	if json.Unmarshal(data, &c) != nil || len(c.Choices) != 1 || c.Choices[0].Index != 0 ||
 		c.Choices[0].FinishReason != nil || len(c.Choices[0].Delta.ToolCalls) > 0 ||
-		len(c.Usage) > 0 && !isNull(c.Usage) || len(c.Error) > 0 && !isNull(c.Error) {
+		len(c.Usage) > 0 && !jsonx.IsNull(c.Usage) || len(c.Error) > 0 && !jsonx.IsNull(c.Error) {
 		return false
 	}
 	if s.id == nil {
@@ -196,67 +185,67 @@ func (s *chatStitcher) plain(data []byte) bool {
 // delta takes memory calls out of a choice's delta, renumbers harness
 // calls, drops a later round's role and breaks between rounds' texts; it
 // reports whether the delta changed.
-func (s *chatStitcher) delta(d *object, round int) bool {
+func (s *chatStitcher) delta(d *jsonx.Object, round int) bool {
 	changed := false
-	if round > 1 && d.has("role") {
-		d.del("role")
+	if round > 1 && d.Has("role") {
+		d.Del("role")
 		changed = true
 	}
-	if d.has("content") {
-		t := d.str("content")
+	if d.Has("content") {
+		t := d.Str("content")
 		s.text.WriteString(t)
 		if out := s.stitchText.text(t); out != t {
-			d.set("content", out)
+			d.Set("content", out)
 			changed = true
 		}
 	}
-	if !d.has("tool_calls") {
+	if !d.Has("tool_calls") {
 		return changed
 	}
 	var keep []json.RawMessage
-	for _, raw := range d.array("tool_calls") {
-		tc, err := parseObject(raw)
+	for _, raw := range d.Array("tool_calls") {
+		tc, err := jsonx.ParseObject(raw)
 		if err != nil {
 			keep = append(keep, raw)
 			continue
 		}
 		var idx int
-		_ = json.Unmarshal(tc.get("index"), &idx)
+		_ = json.Unmarshal(tc.Get("index"), &idx)
 		var fn struct {
 			Name      string `json:"name"`
 			Arguments string `json:"arguments"`
 		}
-		_ = json.Unmarshal(tc.get("function"), &fn)
-		call, known := s.tools[idx]
+		_ = json.Unmarshal(tc.Get("function"), &fn)
+		cc, known := s.tools[idx]
 		if !known {
-			call = &chatCall{toolCall: toolCall{id: callID(tc.str("id"), len(s.order)), name: fn.Name, memory: memory.IsTool(fn.Name)}}
-			s.tools[idx] = call
-			s.order = append(s.order, call)
-			if !call.memory {
+			cc = &chatCall{call: call{id: callID(tc.Str("id"), len(s.order)), name: fn.Name, memory: memory.IsTool(fn.Name)}}
+			s.tools[idx] = cc
+			s.order = append(s.order, cc)
+			if !cc.memory {
 				if !s.holding {
 					s.holding, s.holdFrom = true, s.nextTool
 				}
-				call.out = s.nextTool
+				cc.out = s.nextTool
 				s.nextTool++
 			}
 		}
-		call.argsText.WriteString(fn.Arguments)
-		if call.memory {
+		cc.argsText.WriteString(fn.Arguments)
+		if cc.memory {
 			changed = true
 			continue
 		}
-		if call.out != idx {
-			tc.set("index", call.out)
-			raw = tc.bytes()
+		if cc.out != idx {
+			tc.Set("index", cc.out)
+			raw = tc.JSON()
 			changed = true
 		}
 		keep = append(keep, raw)
 	}
 	if changed {
 		if len(keep) == 0 {
-			d.del("tool_calls")
+			d.Del("tool_calls")
 		} else {
-			d.set("tool_calls", keep)
+			d.Set("tool_calls", keep)
 		}
 	}
 	return changed
@@ -264,32 +253,32 @@ func (s *chatStitcher) delta(d *object, round int) bool {
 
 // splitCalls splits a chunk whose choice 0 carries tool calls beside other
 // content into a chunk without the calls and one with only them.
-func splitCalls(o *object) (head, tail *object, ok bool) {
-	choices := o.array("choices")
+func splitCalls(o *jsonx.Object) (head, tail *jsonx.Object, ok bool) {
+	choices := o.Array("choices")
 	if len(choices) != 1 {
 		return nil, nil, false
 	}
-	c, err := parseObject(choices[0])
+	c, err := jsonx.ParseObject(choices[0])
 	if err != nil {
 		return nil, nil, false
 	}
-	d, err := parseObject(c.get("delta"))
-	if err != nil || !d.has("tool_calls") {
+	d, err := jsonx.ParseObject(c.Get("delta"))
+	if err != nil || !d.Has("tool_calls") {
 		return nil, nil, false
 	}
-	calls := d.get("tool_calls")
-	d.del("tool_calls")
-	if emptyChoices([]json.RawMessage{mustJSON(map[string]json.RawMessage{"delta": d.bytes()})}) {
+	calls := d.Get("tool_calls")
+	d.Del("tool_calls")
+	if emptyChoices([]json.RawMessage{mustJSON(map[string]json.RawMessage{"delta": d.JSON()})}) {
 		return nil, nil, false
 	}
-	edit := func(delta []byte) *object {
-		x, _ := parseObject(o.bytes())
-		cc, _ := parseObject(choices[0])
-		cc.setRaw("delta", delta)
-		x.set("choices", []json.RawMessage{cc.bytes()})
+	edit := func(delta []byte) *jsonx.Object {
+		x, _ := jsonx.ParseObject(o.JSON())
+		cc, _ := jsonx.ParseObject(choices[0])
+		cc.SetRaw("delta", delta)
+		x.Set("choices", []json.RawMessage{cc.JSON()})
 		return x
 	}
-	return edit(d.bytes()), edit(mustJSON(map[string]json.RawMessage{"tool_calls": calls})), true
+	return edit(d.JSON()), edit(mustJSON(map[string]json.RawMessage{"tool_calls": calls})), true
 }
 
 func mustJSON(v any) []byte {
@@ -301,12 +290,12 @@ func mustJSON(v any) []byte {
 }
 
 func setFinish(raw json.RawMessage, reason string) json.RawMessage {
-	c, err := parseObject(raw)
+	c, err := jsonx.ParseObject(raw)
 	if err != nil {
 		return raw
 	}
-	c.set("finish_reason", reason)
-	return c.bytes()
+	c.Set("finish_reason", reason)
+	return c.JSON()
 }
 
 // emptyChoices reports choices whose deltas carry nothing.
@@ -319,11 +308,11 @@ func emptyChoices(choices []json.RawMessage) bool {
 		if json.Unmarshal(raw, &c) != nil {
 			return false
 		}
-		if len(c.FinishReason) > 0 && !isNull(c.FinishReason) {
+		if len(c.FinishReason) > 0 && !jsonx.IsNull(c.FinishReason) {
 			return false
 		}
 		for _, v := range c.Delta {
-			if !isNull(v) && string(v) != `""` && string(v) != "[]" {
+			if !jsonx.IsNull(v) && string(v) != `""` && string(v) != "[]" {
 				return false
 			}
 		}
@@ -331,10 +320,10 @@ func emptyChoices(choices []json.RawMessage) bool {
 	return true
 }
 
-func (s *chatStitcher) calls() []toolCall {
-	out := make([]toolCall, 0, len(s.order))
+func (s *chatStitcher) calls() []call {
+	out := make([]call, 0, len(s.order))
 	for _, c := range s.order {
-		tc := c.toolCall
+		tc := c.call
 		tc.args = compactArgs(c.argsText.String())
 		out = append(out, tc)
 	}
@@ -343,7 +332,7 @@ func (s *chatStitcher) calls() []toolCall {
 
 func (s *chatStitcher) assistant() json.RawMessage { return chatAssistant(s.text.String(), s.calls()) }
 
-func (s *chatStitcher) nextRound() {
+func (s *chatStitcher) NextRound() {
 	s.usage = sumUsage(s.usage, s.roundUsage)
 	if s.holding {
 		s.nextTool = s.holdFrom

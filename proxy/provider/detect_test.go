@@ -1,4 +1,4 @@
-package proxy
+package provider
 
 import (
 	"net/http"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-func testProviders() providers {
-	return newProviders(Config{
+func testProviders() Set {
+	return NewSet(Config{
 		OpenAIBaseURL: "http://openai.test/v1", AnthropicBaseURL: "http://anthropic.test", OpenRouterBaseURL: "http://openrouter.test/api/v1",
 		Upstreams: []Upstream{
 			{Name: "vllm", BaseURL: "http://vllm.test/v1", Prefixes: []string{"llama-", "meta-llama/", "gpt-oss"}},
@@ -24,7 +24,7 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-// TestDetect covers every detection rule (see detect.go), the credential
+// TestDetect covers every detection rule (see doc.go), the credential
 // each provider is given, and the 400s.
 func TestDetect(t *testing.T) {
 	t.Parallel()
@@ -94,13 +94,13 @@ func TestDetect(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
 			t.Parallel()
-			tg, err := ps.detect(c.model, c.h)
+			tg, err := ps.Detect(c.model, c.h)
 			if c.provider == "" {
 				if err == nil {
-					t.Fatalf("routed to %s, want a 400", tg.prov.name)
+					t.Fatalf("routed to %s, want a 400", tg.Provider.Name)
 				}
-				ae, ok := err.(*APIError)
-				if !ok || ae.Status != http.StatusBadRequest {
+				ae, ok := err.(*Error)
+				if !ok || ae.KeyIn != "" { // a 400
 					t.Fatalf("error %v is not a 400", err)
 				}
 				for _, want := range c.errHas {
@@ -118,8 +118,8 @@ func TestDetect(t *testing.T) {
 			if err != nil {
 				t.Fatalf("want %s, got %v", c.provider, err)
 			}
-			if tg.prov.name != c.provider || tg.cred.value != c.cred || (c.cred != "" && tg.cred.bearer != c.credBearer) {
-				t.Fatalf("got %s with key %q (bearer %v), want %s with %q (bearer %v)", tg.prov.name, tg.cred.value, tg.cred.bearer, c.provider, c.cred, c.credBearer)
+			if tg.Provider.Name != c.provider || tg.cred.value != c.cred || (c.cred != "" && tg.cred.bearer != c.credBearer) {
+				t.Fatalf("got %s with key %q (bearer %v), want %s with %q (bearer %v)", tg.Provider.Name, tg.cred.value, tg.cred.bearer, c.provider, c.cred, c.credBearer)
 			}
 		})
 	}
@@ -133,12 +133,12 @@ func TestDetectBaseURLs(t *testing.T) {
 		"claude-sonnet-4-5": "http://anthropic.test", "gpt-4o": "http://openai.test/v1",
 		"x-ai/grok-4": "http://openrouter.test/api/v1", "llama-3": "http://vllm.test/v1", "gemini-2.5-pro": "http://gemini.test/v1beta/openai",
 	} {
-		tg, err := ps.detect(model, hdr("Authorization", "Bearer tok", "X-Base-Url", "http://evil.test", "Host", "evil.test"))
-		if err != nil || tg.prov.base != want {
-			t.Fatalf("%s: base %q err %v, want %q", model, tg.prov.base, err, want)
+		tg, err := ps.Detect(model, hdr("Authorization", "Bearer tok", "X-Base-Url", "http://evil.test", "Host", "evil.test"))
+		if err != nil || tg.Provider.Base != want {
+			t.Fatalf("%s: base %q err %v, want %q", model, tg.Provider.Base, err, want)
 		}
 	}
-	if newProviders(Config{}).openrouter.base != DefaultOpenRouterBaseURL {
+	if NewSet(Config{}).openrouter.Base != DefaultOpenRouterBaseURL {
 		t.Fatal("empty OpenRouter base URL does not default")
 	}
 }
@@ -154,27 +154,27 @@ func FuzzDetect(f *testing.F) {
 	}
 	ps := testProviders()
 	bases := map[string]bool{}
-	for _, p := range []provider{ps.openai, ps.anthropic, ps.openrouter} {
-		bases[p.base] = true
+	for _, p := range []Provider{ps.openai, ps.anthropic, ps.openrouter} {
+		bases[p.Base] = true
 	}
 	for _, d := range ps.declared {
-		bases[d.prov.base] = true
+		bases[d.prov.Base] = true
 	}
 	f.Fuzz(func(t *testing.T, model, auth, apiKey string) {
 		h := http.Header{}
 		h["Authorization"] = []string{auth}
 		h["X-Api-Key"] = []string{apiKey}
-		tg, err := ps.detect(model, h)
+		tg, err := ps.Detect(model, h)
 		if err != nil {
-			if ae, ok := err.(*APIError); !ok || ae.Status != http.StatusBadRequest {
+			if ae, ok := err.(*Error); !ok || ae.KeyIn != "" { // a 400
 				t.Fatalf("error %v is not a 400", err)
 			}
 			return
 		}
-		if !bases[tg.prov.base] {
-			t.Fatalf("base %q is not configured", tg.prov.base)
+		if !bases[tg.Provider.Base] {
+			t.Fatalf("base %q is not configured", tg.Provider.Base)
 		}
 		_ = tg.cred.String()
-		_ = upstreamHeaders(h, tg)
+		_ = UpstreamHeaders(h, tg)
 	})
 }

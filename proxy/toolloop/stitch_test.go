@@ -1,4 +1,4 @@
-package proxy
+package toolloop
 
 import (
 	"encoding/json"
@@ -7,8 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
+
+// testLoop is a loop on the first of three rounds, with no memory to run.
+func testLoop(d dialect.Dialect) *Loop {
+	p, err := protocolFor(d)
+	if err != nil {
+		panic(err)
+	}
+	return &Loop{proto: p, max: 3, round: 1}
+}
 
 func parseStream(t *testing.T, s string) []sse.Event {
 	t.Helper()
@@ -46,30 +56,30 @@ func TestStitcherContinuation(t *testing.T) {
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 	cases := []struct {
 		name      string
-		d         Dialect
+		d         dialect.Dialect
 		stream    string
 		forwarded []string // what the harness got, in order (event names or data prefixes)
 		assistant string
 		calls     string
 	}{
-		{"anthropic_thinking", AnthropicMessages, anth,
+		{"anthropic_thinking", dialect.AnthropicMessages, anth,
 			[]string{"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop"},
 			`{"content":[{"type":"thinking","thinking":"Memory may know.","signature":"SIG=="},{"type":"tool_use","id":"toolu_m","name":"memory_chain","input":{"item":42}}],"role":"assistant"}`,
 			"toolu_m memory_chain {\"item\":42}"},
-		{"openai_parallel", OpenAIChat, chatRound, []string{`{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hm."}`},
+		{"openai_parallel", dialect.OpenAIChat, chatRound, []string{`{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hm."}`},
 			`{"role":"assistant","content":"Hm.","tool_calls":[{"id":"k","type":"function","function":{"name":"get_weather","arguments":"{}"}},{"id":"m","type":"function","function":{"name":"memory_reopen","arguments":"{}"}}]}`,
 			"k get_weather {}|m memory_reopen {}"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			st := newStitcher(&toolLoop{dialect: c.d, max: 3, round: 1})
+			st := testLoop(c.d).Stitcher()
 			var got []string
 			for _, ev := range parseStream(t, c.stream) {
-				if st.continuing() && isTerminator(c.d, ev) {
+				if st.Continuing() && st.Terminator(ev) {
 					break
 				}
-				for _, out := range st.push(ev) {
+				for _, out := range st.Push(ev) {
 					if out.Event != "" {
 						got = append(got, out.Event)
 					} else {
@@ -77,7 +87,7 @@ func TestStitcherContinuation(t *testing.T) {
 					}
 				}
 			}
-			if !st.continuing() {
+			if !st.Continuing() {
 				t.Fatal("the round does not continue")
 			}
 			if len(got) != len(c.forwarded) {
@@ -92,14 +102,14 @@ func TestStitcherContinuation(t *testing.T) {
 			if err := json.Unmarshal([]byte(c.assistant), &want); err != nil {
 				t.Fatal(err)
 			}
-			if err := json.Unmarshal(st.assistant(), &have); err != nil {
+			if err := json.Unmarshal(st.Round().assistant, &have); err != nil {
 				t.Fatal(err)
 			}
 			if wb, _ := json.Marshal(want); string(wb) != string(mustJSON(have)) {
-				t.Fatalf("assistant message %s, want %s", st.assistant(), c.assistant)
+				t.Fatalf("assistant message %s, want %s", st.Round().assistant, c.assistant)
 			}
 			var calls []string
-			for _, tc := range st.calls() {
+			for _, tc := range st.Round().calls {
 				calls = append(calls, tc.id+" "+tc.name+" "+tc.args)
 			}
 			if strings.Join(calls, "|") != c.calls {

@@ -1,4 +1,4 @@
-package proxy
+package toolloop
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
 
@@ -38,30 +39,31 @@ func FuzzStitch(f *testing.F) {
 	f.Add(true, "event: content_block_delta\ndata: {\"index\":7}\n\n")
 	f.Add(false, "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]}\n\n")
 	f.Fuzz(func(t *testing.T, anthropic bool, stream string) {
-		d := OpenAIChat
+		d := dialect.OpenAIChat
 		if anthropic {
-			d = AnthropicMessages
+			d = dialect.AnthropicMessages
 		}
-		l := &toolLoop{dialect: d, max: 3, round: 1, body: []byte(`{"messages":[]}`)}
-		st := newStitcher(l)
+		l := testLoop(d)
+		l.body = []byte(`{"messages":[]}`)
+		st := l.Stitcher()
 		rd := sse.NewReader(strings.NewReader(stream))
 		for {
 			ev, err := rd.Next()
 			if errors.Is(err, io.EOF) || err != nil {
 				break
 			}
-			if st.continuing() && isTerminator(d, ev) {
-				if !json.Valid(st.assistant()) {
-					t.Fatalf("assistant message is not JSON: %s", st.assistant())
+			if st.Continuing() && st.Terminator(ev) {
+				r := st.Round()
+				if !json.Valid(r.assistant) {
+					t.Fatalf("assistant message is not JSON: %s", r.assistant)
 				}
-				calls := st.calls()
-				if _, err := l.next(st.assistant(), calls, make([]string, len(calls))); err != nil {
+				if _, err := l.next(r.assistant, r.calls, make([]string, len(r.calls))); err != nil {
 					t.Fatal(err)
 				}
-				st.nextRound()
+				st.NextRound()
 				continue
 			}
-			for _, out := range append(st.push(ev), st.flush()...) {
+			for _, out := range append(st.Push(ev), st.Flush()...) {
 				if !bytes.HasSuffix(out.Raw, []byte("\n\n")) {
 					t.Fatalf("event %q is not whole", out.Raw)
 				}
@@ -76,16 +78,16 @@ func FuzzMergeRounds(f *testing.F) {
 	f.Add(true, `{"content":[{"type":"text","text":"a"},{"type":"tool_use","name":"memory_search","input":{}}],"usage":{"input_tokens":1}}`, `{"content":[{"type":"text","text":"b"}],"stop_reason":"end_turn"}`)
 	f.Add(false, `{"choices":[{"message":{"content":"a","tool_calls":[{"function":{"name":"memory_count"}}]}}],"usage":{"prompt_tokens":1}}`, `{"choices":[{"message":{"content":"b"},"finish_reason":"stop"}]}`)
 	f.Fuzz(func(t *testing.T, anthropic bool, a, b string) {
-		d := OpenAIChat
+		d := dialect.OpenAIChat
 		if anthropic {
-			d = AnthropicMessages
+			d = dialect.AnthropicMessages
 		}
 		for _, body := range []string{a, b} {
-			if _, _, asst, err := roundOf(d, []byte(body)); err == nil && !json.Valid(asst) {
-				t.Fatalf("assistant message is not JSON: %s", asst)
+			if r, err := testLoop(d).Read([]byte(body)); err == nil && !json.Valid(r.assistant) {
+				t.Fatalf("assistant message is not JSON: %s", r.assistant)
 			}
 		}
-		out, err := mergeRounds(d, [][]byte{[]byte(a), []byte(b)})
+		out, err := testLoop(d).Merge([][]byte{[]byte(a), []byte(b)})
 		if err == nil && !json.Valid(out) {
 			t.Fatalf("merged reply is not JSON: %s", out)
 		}

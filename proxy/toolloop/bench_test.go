@@ -1,4 +1,4 @@
-package proxy
+package toolloop
 
 import (
 	"errors"
@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
 
 // textStream is a provider stream of n text deltas in dialect d.
-func textStream(d Dialect, n int) []sse.Event {
+func textStream(d dialect.Dialect, n int) []sse.Event {
 	var b strings.Builder
-	if d == AnthropicMessages {
+	if d == dialect.AnthropicMessages {
 		b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n")
 		b.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
 		for i := range n {
@@ -44,13 +45,13 @@ func textStream(d Dialect, n int) []sse.Event {
 // of a reply that calls no memory tool; it should stay a few microseconds
 // an event.
 func BenchmarkStitch(b *testing.B) {
-	for _, d := range []Dialect{OpenAIChat, AnthropicMessages} {
+	for _, d := range []dialect.Dialect{dialect.OpenAIChat, dialect.AnthropicMessages} {
 		evs := textStream(d, 64)
 		b.Run(d.String(), func(b *testing.B) {
 			for b.Loop() {
-				st := newStitcher(&toolLoop{dialect: d, max: 3, round: 1})
+				st := testLoop(d).Stitcher()
 				for _, ev := range evs {
-					if len(st.push(ev)) != 1 {
+					if len(st.Push(ev)) != 1 {
 						b.Fatal("an event was held or dropped")
 					}
 				}

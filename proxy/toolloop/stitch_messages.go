@@ -1,4 +1,4 @@
-package proxy
+package toolloop
 
 import (
 	"bytes"
@@ -7,72 +7,14 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/proxy/sse"
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 )
 
-// A stitcher makes one stream of a memory-tool loop's rounds, in the
-// provider's dialect, so the harness (through a translator when the
-// dialects cross) sees one continuous reply:
-//
-//   - the first round's opening (message_start, role chunk) only;
-//   - text as it comes, every round, a blank line between rounds;
-//   - never a memory call: its events are taken out (and Anthropic block
-//     indexes renumbered, OpenAI tool-call indexes too);
-//   - harness calls held from their first event to the round's end: they
-//     go out when the round is the last, and are dropped (the model makes
-//     them again) when it continues;
-//   - no stop events of a round that continues; the last round's stop
-//     carries the usage of every round, and an answer's stop reason when
-//     only memory calls were dropped.
-//
-// After push returns the event that ended a round (message_stop, [DONE]),
-// continuing says whether the loop goes on: the caller runs the calls,
-// sends the next round and calls nextRound.
-type stitcher interface {
-	push(ev sse.Event) []sse.Event
-	continuing() bool
-	// calls and assistant describe the round that just ended.
-	calls() []toolCall
-	assistant() json.RawMessage
-	nextRound()
-	// flush returns the held events when the stream breaks off.
-	flush() []sse.Event
-}
-
-func newStitcher(l *toolLoop) stitcher {
-	if l.dialect == AnthropicMessages {
-		return &anthropicStitcher{loop: l, byIndex: map[int]*anthBlock{}}
-	}
-	return &chatStitcher{loop: l, tools: map[int]*chatCall{}}
-}
-
-// stitchText tracks the text the harness was sent, for the break between
-// rounds.
-type stitchText struct {
-	sent       strings.Builder
-	breakAhead bool // the round's first text needs roundBreak before it
-}
-
-func (s *stitchText) text(t string) string {
-	if t == "" {
-		return t
-	}
-	if s.breakAhead {
-		s.breakAhead = false
-		if needsBreak(s.sent.String()) {
-			t = roundBreak + t
-		}
-	}
-	s.sent.WriteString(t)
-	return t
-}
-
-// anthropicStitcher stitches Anthropic message streams.
-type anthropicStitcher struct {
-	loop *toolLoop
+// messagesStitcher stitches Anthropic message streams (see Stitcher).
+type messagesStitcher struct {
+	loop *Loop
 	stitchText
-	held     []sse.Event
-	holding  bool
-	holdFrom int // nextOut when holding began
+	hold
 
 	blocks  []*anthBlock // this round's, in the provider's order
 	byIndex map[int]*anthBlock
@@ -89,7 +31,7 @@ type anthropicStitcher struct {
 type anthBlock struct {
 	start    json.RawMessage
 	typ      string
-	call     toolCall
+	call     call
 	out      int
 	text     strings.Builder
 	thinking strings.Builder
@@ -107,15 +49,9 @@ type anthEvent struct {
 	Usage        json.RawMessage `json:"usage"`
 }
 
-func (s *anthropicStitcher) emit(ev sse.Event) []sse.Event {
-	if s.holding {
-		s.held = append(s.held, ev)
-		return nil
-	}
-	return []sse.Event{ev}
-}
+func (s *messagesStitcher) Terminator(ev sse.Event) bool { return ev.Event == "message_stop" }
 
-func (s *anthropicStitcher) push(ev sse.Event) []sse.Event {
+func (s *messagesStitcher) Push(ev sse.Event) []sse.Event {
 	var e anthEvent
 	if json.Unmarshal(bytes.TrimSpace(ev.Data), &e) != nil {
 		return s.emit(ev)
@@ -153,7 +89,7 @@ func (s *anthropicStitcher) push(ev sse.Event) []sse.Event {
 		s.blocks = append(s.blocks, blk)
 		s.byIndex[e.Index] = blk
 		if b.Type == "tool_use" {
-			blk.call = toolCall{id: b.ID, name: b.Name, memory: memory.IsTool(b.Name)}
+			blk.call = call{id: b.ID, name: b.Name, memory: memory.IsTool(b.Name)}
 			if in := bytes.TrimSpace(b.Input); len(in) > 0 && string(in) != "{}" {
 				blk.input.Write(in)
 			}
@@ -170,7 +106,7 @@ func (s *anthropicStitcher) push(ev sse.Event) []sse.Event {
 			blk.text.WriteString(b.Text)
 		}
 		if blk.out != e.Index {
-			ev = rewriteEvent(ev, func(o *object) { o.set("index", blk.out) })
+			ev = rewriteEvent(ev, func(o *jsonx.Object) { o.Set("index", blk.out) })
 		}
 		return s.emit(ev)
 	case "content_block_delta":
@@ -207,12 +143,12 @@ func (s *anthropicStitcher) push(ev sse.Event) []sse.Event {
 			text = s.text(d.Text)
 		}
 		if blk.out != e.Index || text != d.Text {
-			ev = rewriteEvent(ev, func(o *object) {
-				o.set("index", blk.out)
+			ev = rewriteEvent(ev, func(o *jsonx.Object) {
+				o.Set("index", blk.out)
 				if text != d.Text {
-					if do, err := parseObject(e.Delta); err == nil {
-						do.set("text", text)
-						o.setRaw("delta", do.bytes())
+					if do, err := jsonx.ParseObject(e.Delta); err == nil {
+						do.Set("text", text)
+						o.SetRaw("delta", do.JSON())
 					}
 				}
 			})
@@ -227,7 +163,7 @@ func (s *anthropicStitcher) push(ev sse.Event) []sse.Event {
 			return nil
 		}
 		if blk.out != e.Index {
-			ev = rewriteEvent(ev, func(o *object) { o.set("index", blk.out) })
+			ev = rewriteEvent(ev, func(o *jsonx.Object) { o.Set("index", blk.out) })
 		}
 		return s.emit(ev)
 	case "message_delta":
@@ -246,15 +182,15 @@ func (s *anthropicStitcher) push(ev sse.Event) []sse.Event {
 		dropped := len(calls) > 0 && !hasHarness(calls)
 		if round > 1 || dropped {
 			total := sumUsage(s.usage, s.roundUsage)
-			ev = rewriteEvent(ev, func(o *object) {
+			ev = rewriteEvent(ev, func(o *jsonx.Object) {
 				if dropped && s.stop == "tool_use" {
-					if do, err := parseObject(o.get("delta")); err == nil {
-						do.set("stop_reason", "end_turn")
-						o.setRaw("delta", do.bytes())
+					if do, err := jsonx.ParseObject(o.Get("delta")); err == nil {
+						do.Set("stop_reason", "end_turn")
+						o.SetRaw("delta", do.JSON())
 					}
 				}
 				if len(total) > 0 {
-					o.setRaw("usage", total)
+					o.SetRaw("usage", total)
 				}
 			})
 		}
@@ -270,19 +206,12 @@ func (s *anthropicStitcher) push(ev sse.Event) []sse.Event {
 	return s.emit(ev)
 }
 
-// release ends holding and returns the held events.
-func (s *anthropicStitcher) release() []sse.Event {
-	out := s.held
-	s.held, s.holding = nil, false
-	return out
-}
+func (s *messagesStitcher) Continuing() bool { return s.cont }
 
-func (s *anthropicStitcher) flush() []sse.Event { return s.release() }
+func (s *messagesStitcher) Round() Round { return Round{calls: s.calls(), assistant: s.assistant()} }
 
-func (s *anthropicStitcher) continuing() bool { return s.cont }
-
-func (s *anthropicStitcher) calls() []toolCall {
-	var out []toolCall
+func (s *messagesStitcher) calls() []call {
+	var out []call
 	for _, b := range s.blocks {
 		if b.typ == "tool_use" {
 			c := b.call
@@ -293,10 +222,10 @@ func (s *anthropicStitcher) calls() []toolCall {
 	return out
 }
 
-func (s *anthropicStitcher) assistant() json.RawMessage {
+func (s *messagesStitcher) assistant() json.RawMessage {
 	var blocks []json.RawMessage
 	for _, b := range s.blocks {
-		o, err := parseObject(b.start)
+		o, err := jsonx.ParseObject(b.start)
 		if err != nil {
 			continue
 		}
@@ -305,22 +234,22 @@ func (s *anthropicStitcher) assistant() json.RawMessage {
 			if b.text.Len() == 0 {
 				continue
 			}
-			o.set("text", b.text.String())
+			o.Set("text", b.text.String())
 			if len(b.cites) > 0 {
-				o.set("citations", b.cites)
+				o.Set("citations", b.cites)
 			}
 		case "thinking":
-			o.set("thinking", b.thinking.String())
-			o.set("signature", b.sig)
+			o.Set("thinking", b.thinking.String())
+			o.Set("signature", b.sig)
 		case "tool_use":
-			o.setRaw("input", json.RawMessage(compactArgs(b.input.String())))
+			o.SetRaw("input", json.RawMessage(compactArgs(b.input.String())))
 		}
-		blocks = append(blocks, o.bytes())
+		blocks = append(blocks, o.JSON())
 	}
 	return anthropicAssistant(blocks)
 }
 
-func (s *anthropicStitcher) nextRound() {
+func (s *messagesStitcher) NextRound() {
 	s.usage = sumUsage(s.usage, s.roundUsage)
 	if s.holding {
 		// The held harness calls are made again in the next round.
@@ -330,32 +259,4 @@ func (s *anthropicStitcher) nextRound() {
 	s.blocks, s.byIndex = nil, map[int]*anthBlock{}
 	s.roundUsage, s.stop, s.cont = nil, "", false
 	s.breakAhead = true
-}
-
-func hasMemory(calls []toolCall) bool {
-	for _, c := range calls {
-		if c.memory {
-			return true
-		}
-	}
-	return false
-}
-
-func hasHarness(calls []toolCall) bool {
-	for _, c := range calls {
-		if !c.memory {
-			return true
-		}
-	}
-	return false
-}
-
-// compactArgs makes streamed argument text one JSON object; anything that
-// does not parse becomes {} (the tool reports missing arguments).
-func compactArgs(s string) string {
-	var b bytes.Buffer
-	if strings.TrimSpace(s) == "" || json.Compact(&b, []byte(s)) != nil {
-		return "{}"
-	}
-	return b.String()
 }

@@ -1,4 +1,4 @@
-package proxy
+package provider
 
 import (
 	"net/http"
@@ -43,11 +43,11 @@ func TestUpstreamHeaders(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			tg, err := ps.detect(c.model, c.in)
+			tg, err := ps.Detect(c.model, c.in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := upstreamHeaders(c.in, tg); !reflect.DeepEqual(got, c.want) {
+			if got := UpstreamHeaders(c.in, tg); !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("got %v\nwant %v", got, c.want)
 			}
 		})
