@@ -14,8 +14,8 @@ import (
 
 const limitsSynopsis = "tenant limits TENANT_ID [--rpm N] [--tpm N] [--tpd N] [--reset] [--json]"
 
-// runTenantLimits shows or changes a tenant's per-key limits (proxy
-// ratelimit.go). Flags not given keep their value; a tenant's first change
+// runTenantLimits shows or changes a tenant's per-key limits (proxy/limits).
+// Flags not given keep their value; a tenant's first change
 // starts from the service defaults (PERPETUITY_KEY_RPM, PERPETUITY_KEY_TPM),
 // so limiting one thing does not lift another. --reset drops the tenant's
 // own limits and the defaults apply again.
