@@ -43,6 +43,9 @@ type Config struct {
 	Chunks            int
 	ChunkDelay        time.Duration
 	BreakdownN        int // samples per round of each database statement
+	// Peer measures the Portkey gateway (peer.go) beside Perpetuity, with
+	// the same requests and counts; it needs node and npm.
+	Peer bool
 
 	// Sections 2, 5 and 6: tenant sizes, grown in this order.
 	Sizes          []int
@@ -82,7 +85,7 @@ func ModeConfig(mode string) (Config, error) {
 	c := Config{
 		Mode: mode, Sections: AllSections(), Seed: 42,
 		Rounds: 5, PassPairs: 400, Concurrency: 64, PassPairsMany: 16, StreamPairs: 200, StreamConcurrency: 4,
-		Chunks: 64, ChunkDelay: time.Millisecond, BreakdownN: 100,
+		Chunks: 64, ChunkDelay: time.Millisecond, BreakdownN: 100, Peer: true,
 		Sizes: []int{10_000, 250_000, 1_000_000}, PipelinePairs: 60, ColdRounds: 3,
 		DenseSizes: []int{10_000, 250_000}, PoolUsers: 500, PoolItems: 250_000,
 		ThroughputSize: 250_000, Bound: 50 * time.Millisecond, RateStep: 3 * time.Second, RateStart: 10, RateLimit: 4000, Bisect: 3,
@@ -101,7 +104,7 @@ func ModeConfig(mode string) (Config, error) {
 		c.Sections = slices.DeleteFunc(c.Sections, func(s string) bool { return s == SecRecall })
 	case "smoke":
 		c.Rounds, c.PassPairs, c.Concurrency, c.PassPairsMany, c.StreamPairs, c.BreakdownN = 2, 10, 4, 2, 2, 5
-		c.Chunks = 8
+		c.Chunks, c.Peer = 8, false // the tests need no npm
 		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{300}, 300, 4, 1
 		c.DenseSizes, c.PoolUsers, c.PoolItems = []int{300}, 20, 400
 		c.RateStep, c.RateStart, c.RateLimit, c.Bisect, c.Bound = 150*time.Millisecond, 50, 100, 0, 2*time.Second

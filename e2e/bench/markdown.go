@@ -177,6 +177,7 @@ func (r *Report) pass(m *mdw) {
 		}
 		m.table([]string{"statement", "p50", "p99", "where"}, rows, 3)
 	}
+	r.passPeer(m, p)
 }
 
 func (r *Report) pipeline(m *mdw) {
