@@ -71,6 +71,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.targets(m)
 	r.pass(m)
 	r.pipeline(m)
+	r.costCurve(m)
 	r.capture(m)
 	r.scan(m)
 	r.cold(m)
