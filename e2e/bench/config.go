@@ -11,6 +11,7 @@ const (
 	SecProxy      = "proxy"      // 1. pass-through overhead
 	SecPipeline   = "pipeline"   // 2. full pipeline overhead
 	SecMemPath    = "mempath"    // 2. the memory path alone (capture + frame, no HTTP)
+	SecCost       = "cost"       // 2b. the cost curve: memory path, arena and throughput by tenant size
 	SecCapture    = "capture"    // 3. capture cost and import
 	SecScan       = "scan"       // 4. scan against the bandwidth floor
 	SecCold       = "coldstart"  // 5. cold start
@@ -21,7 +22,7 @@ const (
 
 // AllSections lists every section.
 func AllSections() []string {
-	return []string{SecProxy, SecPipeline, SecMemPath, SecCapture, SecScan, SecCold, SecThroughput, SecRecall, SecChain}
+	return []string{SecProxy, SecPipeline, SecMemPath, SecCost, SecCapture, SecScan, SecCold, SecThroughput, SecRecall, SecChain}
 }
 
 // Config sizes a run. Mode presets (ModeConfig) fill every field.
@@ -43,6 +44,9 @@ type Config struct {
 	Chunks            int
 	ChunkDelay        time.Duration
 	BreakdownN        int // samples per round of each database statement
+	// Peer measures the Portkey gateway (peer.go) beside Perpetuity, with
+	// the same requests and counts; it needs node and npm.
+	Peer bool
 
 	// Sections 2, 5 and 6: tenant sizes, grown in this order.
 	Sizes          []int
@@ -63,6 +67,14 @@ type Config struct {
 	// v1 and v3 (issue 16 item 5). PoolUsers 0 skips it.
 	PoolUsers, PoolItems int
 
+	// Section 2b, the cost curve: the memory path and the arena at
+	// CostSizes (the bench tenant grows through them with Sizes), and the
+	// full pipeline's closed-loop throughput at each of CostConcurrency
+	// for CostStep per round.
+	CostSizes       []int
+	CostConcurrency []int
+	CostStep        time.Duration
+
 	// Section 3.
 	CaptureN    int
 	ImportTurns int
@@ -82,9 +94,10 @@ func ModeConfig(mode string) (Config, error) {
 	c := Config{
 		Mode: mode, Sections: AllSections(), Seed: 42,
 		Rounds: 5, PassPairs: 400, Concurrency: 64, PassPairsMany: 16, StreamPairs: 200, StreamConcurrency: 4,
-		Chunks: 64, ChunkDelay: time.Millisecond, BreakdownN: 100,
+		Chunks: 64, ChunkDelay: time.Millisecond, BreakdownN: 100, Peer: true,
 		Sizes: []int{10_000, 250_000, 1_000_000}, PipelinePairs: 60, ColdRounds: 3,
 		DenseSizes: []int{10_000, 250_000}, PoolUsers: 500, PoolItems: 250_000,
+		CostSizes: []int{10_000, 100_000, 250_000, 1_000_000}, CostConcurrency: []int{1, 8, 64}, CostStep: 2 * time.Second,
 		ThroughputSize: 250_000, Bound: 50 * time.Millisecond, RateStep: 3 * time.Second, RateStart: 10, RateLimit: 4000, Bisect: 3,
 		CaptureN: 200, ImportTurns: 2000,
 		ScanSizes: []int{250_000, 1_000_000}, ScanQueries: 200,
@@ -95,13 +108,15 @@ func ModeConfig(mode string) (Config, error) {
 		c.Rounds, c.PassPairs, c.PassPairsMany, c.StreamPairs, c.BreakdownN = 3, 150, 4, 40, 40
 		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{10_000}, 10_000, 30, 2
 		c.DenseSizes, c.PoolItems = []int{10_000}, 10_000
+		c.CostSizes, c.CostStep = []int{10_000, 50_000}, 700*time.Millisecond
 		c.RateStep, c.Bisect = 700*time.Millisecond, 1
 		c.CaptureN, c.ImportTurns = 60, 300
 		c.ScanSizes, c.ScanQueries = []int{10_000}, 100
 		c.Sections = slices.DeleteFunc(c.Sections, func(s string) bool { return s == SecRecall })
 	case "smoke":
 		c.Rounds, c.PassPairs, c.Concurrency, c.PassPairsMany, c.StreamPairs, c.BreakdownN = 2, 10, 4, 2, 2, 5
-		c.Chunks = 8
+		c.Chunks, c.Peer = 8, false // the tests need no npm
+		c.CostSizes, c.CostStep = []int{300, 600}, 100*time.Millisecond
 		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{300}, 300, 4, 1
 		c.DenseSizes, c.PoolUsers, c.PoolItems = []int{300}, 20, 400
 		c.RateStep, c.RateStart, c.RateLimit, c.Bisect, c.Bound = 150*time.Millisecond, 50, 100, 0, 2*time.Second

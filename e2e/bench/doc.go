@@ -11,6 +11,14 @@
 // vectors and arena items come from the product's own code
 // (memory.DeriveRow, memory.ToArenaItem, dict.Space), never a copy.
 //
+// Section 1 also measures a peer in Perpetuity's place, in the same rounds
+// and against the same fake provider: the open-source Portkey gateway,
+// installed with npm into the user's cache and run with Node (peer.go,
+// peer_run.go); a peer that cannot be installed or started is reported,
+// never fatal. Section 2b, the cost curve, measures the memory path, the
+// arena and the full pipeline's throughput as the bench tenant grows, and
+// writes its chart as an SVG beside the markdown (costcurve.go, svg.go).
+//
 // Every figure is a median over repeated rounds of a per-round percentile,
 // with the baseline of the same rounds beside it: the machine is shared and
 // noisy, so a single pass would measure the neighbours as much as the code.

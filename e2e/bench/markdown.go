@@ -71,6 +71,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.targets(m)
 	r.pass(m)
 	r.pipeline(m)
+	r.costCurve(m)
 	r.capture(m)
 	r.scan(m)
 	r.cold(m)
@@ -177,6 +178,7 @@ func (r *Report) pass(m *mdw) {
 		}
 		m.table([]string{"statement", "p50", "p99", "where"}, rows, 3)
 	}
+	r.passPeer(m, p)
 }
 
 func (r *Report) pipeline(m *mdw) {

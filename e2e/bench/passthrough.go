@@ -22,6 +22,9 @@ type PassResult struct {
 	// (hop.go) in place of Perpetuity: the share of the added time any
 	// proxy in Go costs on this machine.
 	Hop, HopTTFB Paired
+	// Peer is the Portkey gateway in Perpetuity's place (peer_run.go), or
+	// why it was not measured; nil when the run had no peer to try.
+	Peer *PeerResult
 	// StreamConcurrency is how many streams run at once.
 	StreamConcurrency int
 	// GapMeanAdded is the added stream time spread over its events:
@@ -127,6 +130,8 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 	hopPlain := r.caller(hopSides, chatBody(live, false), false)
 	hopStream := r.caller(hopSides, chatBody(live, true), true)
 
+	peer := newPeerRun(ctx, r, live, cfg, lg)
+	defer peer.close()
 	lg.printf("pass-through: warming up")
 	if _, _, _, err := Interleave(ctx, 1, 50, plain); err != nil {
 		return nil, fmt.Errorf("pass-through warm-up: %w", err)
@@ -185,7 +190,9 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		}
 		res.Failed += f
 		hopTTFB = append(hopTTFB, [2][]time.Duration{ttfbs(b), ttfbs(s)})
+		peer.round(ctx, cfg, round)
 	}
+	res.Peer = peer.result()
 	res.C1, res.CMany, res.TTFB, res.Gap = Pair(c1), Pair(cm), Pair(ttfb), Pair(gap)
 	res.Hop, res.HopTTFB = Pair(hop), Pair(hopTTFB)
 	res.GapMeanAdded = Median(meanAdded)

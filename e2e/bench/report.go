@@ -18,8 +18,12 @@ type Report struct {
 	MemPath  []MemPathResult
 	// MemPathV3 is the memory path of the same items on dictionary v3, at
 	// Config.DenseSizes, measured beside MemPath's row of that size.
-	MemPathV3  []MemPathResult
-	Pooled     *PooledResult
+	MemPathV3 []MemPathResult
+	Pooled    *PooledResult
+	Cost      *CostCurve
+	// CostChart is the cost curve's SVG, by its name beside the markdown
+	// file, when WriteFiles wrote it ("" when the markdown went elsewhere).
+	CostChart  string
 	Capture    *CaptureResult
 	Scan       []ScanResult
 	Cold       []ColdResult

@@ -79,6 +79,12 @@ type runner struct {
 	tenants []*Tenant
 	g       *synth.Generator
 	corpus  []arena.Item
+	// loader and mp grow and measure the bench tenant across the growths
+	// (mp's engine catches up as a serving process's does); costGen draws
+	// the questions of the sizes only the cost curve measures.
+	loader  *Loader
+	mp      *memPath
+	costGen *synth.Generator
 }
 
 // newTenant creates a scratch tenant on v1, the lexical baseline the v3
@@ -118,7 +124,7 @@ func (r *runner) run(ctx context.Context) error {
 	if r.k, err = newKit(ctx, r.db, r.bt.Dict); err != nil {
 		return err
 	}
-	if cfg.has(SecProxy) || cfg.has(SecPipeline) || cfg.has(SecThroughput) {
+	if cfg.has(SecProxy) || cfg.has(SecPipeline) || cfg.has(SecThroughput) || cfg.has(SecCost) {
 		if r.env.Start == nil {
 			return errors.New("bench: no way to start the server (Env.Start)")
 		}
@@ -141,10 +147,10 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 	}
-	growing := cfg.has(SecPipeline) || cfg.has(SecMemPath) || cfg.has(SecCold) || cfg.has(SecThroughput) || cfg.has(SecChain)
+	now, later := growthPlan(cfg)
 	maxSize := 0
-	if growing {
-		maxSize = slices.Max(cfg.Sizes)
+	if all := append(slices.Clone(now), later...); len(all) > 0 {
+		maxSize = slices.Max(all)
 	}
 	if cfg.has(SecScan) {
 		maxSize = max(maxSize, slices.Max(cfg.ScanSizes))
@@ -154,10 +160,20 @@ func (r *runner) run(ctx context.Context) error {
 		r.g = synth.New(synth.Config{Seed: cfg.Seed, Items: maxSize, Users: 10, Vocab: SynthVocab})
 		r.corpus = r.g.Corpus()
 	}
-	if growing {
-		if err := r.grow(ctx); err != nil {
+	defer func() {
+		if r.mp != nil {
+			r.mp.close()
+		}
+	}()
+	if len(now) > 0 {
+		if err := r.grow(ctx, now); err != nil {
 			return err
 		}
+	}
+	if len(later) == 0 && r.mp != nil {
+		// Its arena would otherwise share the heap with the scan and §8.
+		r.mp.close()
+		r.mp = nil
 	}
 	// The server and its resident arenas go before the in-process scan and
 	// the eval, which would otherwise share the heap and the cores with them.
@@ -168,14 +184,29 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 	}
-	r.corpus = nil
+	if len(later) == 0 {
+		r.corpus = nil
+	}
 	if cfg.has(SecChain) {
 		// After the server stopped: its writer would race this one for the
-		// tenant's watermark. The corpus is gone, so the heap is the writer's.
+		// tenant's watermark. The corpus is gone (but for the cost curve's
+		// later sizes, which only smaller runs have), so the heap is the writer's.
 		runtime.GC()
 		if rep.Chain, err = runChain(ctx, r.db, r.k, r.bt, cfg, r.lg); err != nil {
 			return err
 		}
+	}
+	if len(later) > 0 {
+		// The cost curve's sizes past §8's: a server again, on the tenant
+		// as §8 left it.
+		if r.rg, err = startRig(ctx, r.env.Start, r.dbURL, cfg.Chunks, cfg.ChunkDelay); err != nil {
+			return err
+		}
+		if err := r.grow(ctx, later); err != nil {
+			return err
+		}
+		r.closeRig()
+		r.corpus = nil
 	}
 	if cfg.has(SecRecall) {
 		switch {
@@ -200,19 +231,25 @@ func (r *runner) run(ctx context.Context) error {
 	return nil
 }
 
-// grow loads the bench tenant through cfg.Sizes and measures sections 2,
-// 5 and 6 at each size; at cfg.DenseSizes a second tenant with the same
-// items on dictionary v3 is grown and measured beside it, and after the
-// last size the pooled tenant's memory path.
-func (r *runner) grow(ctx context.Context) error {
+// grow loads the bench tenant through sizes (in order, past its current
+// size) and measures sections 2, 5 and 6 at those of cfg.Sizes and the
+// cost curve at those of cfg.CostSizes; at cfg.DenseSizes a second tenant
+// with the same items on dictionary v3 is grown and measured beside it,
+// and after the first growth the pooled tenant's memory path.
+func (r *runner) grow(ctx context.Context, sizes []int) error {
 	cfg, rep, bt := r.cfg, r.rep, r.bt
-	loader := NewLoader(r.db, r.k.vocab, r.k.counter.Count)
-	loader.Dictionary(r.k.dense)
-	mp, err := newMemPath(ctx, r.k, r.dbURL)
-	if err != nil {
-		return err
+	if r.loader == nil {
+		r.loader = NewLoader(r.db, r.k.vocab, r.k.counter.Count)
+		r.loader.Dictionary(r.k.dense)
 	}
-	defer mp.close()
+	loader := r.loader
+	var err error
+	if r.mp == nil {
+		if r.mp, err = newMemPath(ctx, r.k, r.dbURL); err != nil {
+			return err
+		}
+	}
+	mp := r.mp
 	var t3 *Tenant // the same items on v3, created at the first dense size
 	var mp3 *memPath
 	defer func() {
@@ -220,13 +257,20 @@ func (r *runner) grow(ctx context.Context) error {
 			mp3.close()
 		}
 	}()
-	for _, n := range cfg.Sizes {
+	for _, n := range sizes {
 		r.lg.printf("load: growing the tenant to %s items", itemsLabel(n))
 		t0, before := time.Now(), bt.Items
 		if err := loader.Load(ctx, bt, r.corpus[bt.Items:n]); err != nil {
 			return err
 		}
 		rep.Loads = append(rep.Loads, LoadFigure{Items: n, Added: n - before, Took: time.Since(t0)})
+		atSize := cfg.sized() && slices.Contains(cfg.Sizes, n)
+		if !atSize {
+			if err := r.costAt(ctx, n, r.costQuestions(n)); err != nil {
+				return err
+			}
+			continue
+		}
 		dense := slices.Contains(cfg.DenseSizes, n) && (cfg.has(SecMemPath) || cfg.has(SecCold))
 		if dense {
 			if t3 == nil {
@@ -294,12 +338,33 @@ func (r *runner) grow(ctx context.Context) error {
 				return err
 			}
 		}
+		if err := r.costAt(ctx, n, lr); err != nil {
+			return err
+		}
 	}
-	if cfg.has(SecMemPath) && cfg.PoolUsers > 0 {
+	// After the first growth (the one through cfg.Sizes), with its engines
+	// still open.
+	if cfg.has(SecMemPath) && cfg.PoolUsers > 0 && rep.Pooled == nil {
 		if rep.Pooled, err = r.pooled(ctx, loader); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// costAt measures the cost curve at size n when it is one of its sizes.
+func (r *runner) costAt(ctx context.Context, n int, lr liveRequests) error {
+	if !r.cfg.has(SecCost) || !slices.Contains(r.cfg.CostSizes, n) {
+		return nil
+	}
+	if r.rep.Cost == nil {
+		r.rep.Cost = &CostCurve{Step: r.cfg.CostStep, Rounds: r.cfg.Rounds, Concurrency: r.cfg.CostConcurrency}
+	}
+	p, err := r.costPoint(ctx, n, lr)
+	if err != nil {
+		return err
+	}
+	r.rep.Cost.Points = append(r.rep.Cost.Points, p)
 	return nil
 }
 

@@ -29,6 +29,9 @@ type rig struct {
 	base   string // Perpetuity's base URL
 	stop   func()
 	client *http.Client
+	// served counts the requests the fake provider answered, whoever sent
+	// them: how the bench knows a peer gateway really forwarded.
+	served *atomic.Int64
 }
 
 // replyWords is what the fake answers: Chunks words, streamed one per delta.
@@ -46,9 +49,9 @@ func replyWords(n int) string {
 func startRig(ctx context.Context, start StartFunc, dbURL string, chunks int, chunkDelay time.Duration) (*rig, error) {
 	fake := fakeprovider.New()
 	reply := fakeprovider.Reply{Text: replyWords(chunks), Chunks: chunks, ChunkDelay: chunkDelay}
-	var n atomic.Int64
+	served := new(atomic.Int64)
 	fake.SetDefault(func(fakeprovider.Recorded) fakeprovider.Reply {
-		if n.Add(1)%256 == 0 {
+		if served.Add(1)%256 == 0 {
 			fake.Reset() // the fake records every request; the bench needs none of them
 		}
 		return reply
@@ -61,7 +64,7 @@ func startRig(ctx context.Context, start StartFunc, dbURL string, chunks int, ch
 		up.Close()
 		return nil, fmt.Errorf("start perpetuity: %w", err)
 	}
-	return &rig{fake: fake, upstream: up, hop: hop, base: base, stop: stop, client: newClient(128)}, nil
+	return &rig{fake: fake, upstream: up, hop: hop, base: base, stop: stop, client: newClient(128), served: served}, nil
 }
 
 func (r *rig) close() {

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -44,7 +45,9 @@ func TestSmokeRun(t *testing.T) {
 		"## Targets",
 		"## 1. Pass-through overhead", "| non-streaming, concurrency 1 |", "| streaming: time to first event |",
 		"| conversation upsert |",
+		"### Beside the Portkey gateway", "not measured in smoke mode", "| Bifrost | 0.44-0.62 |",
 		"## 2. Full pipeline overhead", "| 300 items |",
+		"## 2b. Cost curve", "](BENCHMARKS-cost.svg)", "| 300 | **", "| 600 | **", "c=64 req/s",
 		"## 3. Capture cost", "| capture of one message |", "items/s",
 		"## 4. Scan", "| 600 |",
 		"## 5. Cold start",
@@ -57,6 +60,13 @@ func TestSmokeRun(t *testing.T) {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	// The chart the markdown embeds is beside it, and is XML.
+	svg, err := os.ReadFile(filepath.Join(filepath.Dir(out), "BENCHMARKS-cost.svg"))
+	if err != nil {
+		t.Errorf("the cost chart is not beside the report: %v", err)
+	} else if err := xml.Unmarshal(svg, new(struct{ XMLName xml.Name })); err != nil {
+		t.Errorf("the cost chart is not XML: %v", err)
 	}
 	// Every target row has a verdict.
 	rows := regexp.MustCompile(`(?m)^\| [1-7] \| .*\|$`).FindAllString(doc, -1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -13,7 +12,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
 )
 
-const benchUsage = "bench [all|proxy|pipeline|capture|scan|coldstart|throughput|recall] [--mode full|quick|smoke] [--out FILE] [--locomo FILE] [--sizes 10k,250k,1M] [--cpuprofile FILE]"
+const benchUsage = "bench [all|proxy|pipeline|cost|capture|scan|coldstart|throughput|recall] [--mode full|quick|smoke] [--out FILE] [--locomo FILE] [--sizes 10k,250k,1M] [--cpuprofile FILE]"
 
 // benchParts maps `perpetuity-bench bench SUB` to the sections it runs.
 func benchParts() map[string][]string {
@@ -21,6 +20,7 @@ func benchParts() map[string][]string {
 		"all":        bench.AllSections(),
 		"proxy":      {bench.SecProxy},
 		"pipeline":   {bench.SecPipeline, bench.SecMemPath},
+		"cost":       {bench.SecCost},
 		"capture":    {bench.SecCapture},
 		"scan":       {bench.SecScan, bench.SecMemPath}, // issue 3: scan at 250k and 1M, memory path at 250k
 		"coldstart":  {bench.SecCold},
@@ -136,29 +136,11 @@ func writeBenchReport(e env, rep *bench.Report, out string) error {
 	if out == "" {
 		return rep.WriteMarkdown(e.stdout)
 	}
-	// Write beside the target and rename, so an interrupted run never
-	// leaves half a BENCHMARKS.md.
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".bench-*.md")
-	if err != nil {
-		return err
+	written, err := rep.WriteFiles(out)
+	for _, f := range written {
+		fmt.Fprintf(e.stderr, "bench: wrote %s\n", f)
 	}
-	if err := rep.WriteMarkdown(tmp); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stderr, "bench: wrote %s\n", out)
-	return nil
+	return err
 }
 
 // parseSizes reads "10k,250k,1M" in increasing order.

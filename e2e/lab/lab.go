@@ -35,7 +35,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"bench": {"performance suite: bench [all|proxy|pipeline|capture|scan|coldstart|throughput|recall] [--out FILE]; BENCH_QUICK=1 for a quick run", runBench},
+		"bench": {"performance suite: bench [all|proxy|pipeline|cost|capture|scan|coldstart|throughput|recall] [--out FILE]; BENCH_QUICK=1 for a quick run", runBench},
 		"eval":  {"recall benchmark: eval locomo [--json] [--dict V] [--pool N] [--samples N] [--questions N] FILE", runEval},
 	}
 }
