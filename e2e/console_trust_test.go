@@ -306,6 +306,11 @@ func TestTrustLogsSayWhyAndWhenItStops(t *testing.T) {
 	}
 }
 
+// auditTarget is the audit row on this target, for waiting on a page.
+func auditTarget(name string) chromedp.Search {
+	return chromedp.Search(`//td[@data-testid="audit-target"][normalize-space()="` + name + `"]`)
+}
+
 // TestTrustAuditTellsWhoSawWhat is finding 4: a read-only member's views
 // of memory are in the audit log with whose memory (by its current name)
 // and from where; a purge says whom and from where; the log filters by
@@ -349,10 +354,12 @@ func TestTrustAuditTellsWhoSawWhat(t *testing.T) {
 	user := s.scalar(`SELECT id FROM memory_users WHERE tenant_id = $1`, tenant)
 	a.step("rename the user", chromedp.Navigate(s.URL+"/console/users/"+fmt.Sprint(user)), chromedp.WaitVisible(byTestID("rename-form")),
 		chromedp.SetValue(byTestID("rename-label"), "Otter Keeper"), chromedp.Click(byTestID("rename-submit")),
-		chromedp.WaitVisible(byTestID("purge-form")))
+		chromedp.WaitVisible(chromedp.Search(`//td[@data-testid="binding-value"][normalize-space()="Otter Keeper"]`)))
 	a.step("views in the audit log", chromedp.Navigate(s.URL+"/console/audit"), chromedp.WaitVisible(byTestID("audit-filter")),
 		chromedp.SetValue(byTestID("audit-filter-action"), "memory.view"), chromedp.Click(byTestID("audit-filter-apply")),
-		chromedp.WaitVisible(byTestID("audit-row")))
+		// The filtered page, rendered with the filter chosen (the attribute,
+		// which the choice in the page before does not set).
+		chromedp.WaitReady(chromedp.Search(`//select[@data-testid="audit-filter-action"]/option[@selected][@value="memory.view"]`)))
 	type row struct{ Actor, Target, From, Detail string }
 	rows := func() []row {
 		return run(a, "audit rows", chromedp.Evaluate[[]row](`[...document.querySelectorAll('[data-testid="audit-row"]')].map(r => ({
@@ -390,11 +397,11 @@ func TestTrustAuditTellsWhoSawWhat(t *testing.T) {
 	if got := rows(); len(got) != 100 || got[0].Target != "n210" {
 		t.Fatalf("first page: %d rows from %v", len(got), got[0])
 	}
-	a.step("older", chromedp.Click(byTestID("audit-older")), chromedp.WaitVisible(byTestID("audit-newer")))
+	a.step("older", chromedp.Click(byTestID("audit-older")), chromedp.WaitVisible(auditTarget("n110")))
 	if got := rows(); len(got) != 100 || got[0].Target != "n110" || a.count(`[data-testid="audit-older"]`) != 1 {
 		t.Fatalf("second page: %d rows from %v", len(got), got[0])
 	}
-	a.step("oldest", chromedp.Click(byTestID("audit-older")), chromedp.WaitVisible(byTestID("audit-newer")))
+	a.step("oldest", chromedp.Click(byTestID("audit-older")), chromedp.WaitVisible(auditTarget("n1")))
 	if got := rows(); len(got) != 10 || got[9].Target != "n1" || a.count(`[data-testid="audit-older"]`) != 0 {
 		t.Fatalf("last page: %d rows", len(got))
 	}
