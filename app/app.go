@@ -47,7 +47,7 @@ func commands() map[string]command {
 		"dev":       {"find or start PostgreSQL, create a demo tenant once, and serve (make run)", runDev},
 		"migrate":   {"apply (up) or revert (down [N]) schema migrations", runMigrate},
 		"tenant":    {"manage tenants: tenant create [--scope user|tenant] [--dict V] NAME | tenant limits ID [--rpm N] [--tpm N] [--tpd N] [--reset]", runTenant},
-		"admin":     {"admin create EMAIL: create a platform admin (password on standard input)", runAdmin},
+		"admin":     {"console accounts: admin create EMAIL (a platform admin, password on standard input) | admin reset-link EMAIL | admin unlock EMAIL", runAdmin},
 		"devdb":     {"print a DATABASE_URL, starting PostgreSQL if needed (make test uses it)", runDevDB},
 		"import":    {"import conversation history: import --tenant ID [--user NAME] [--format jsonl|chatgpt] FILE", runImport},
 		"export":    {"write a memory user's memory as JSONL: export --tenant ID --user NAME [--out FILE]", runExport},

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/perpetuity/perpetuity/memory/dict"
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -197,30 +198,69 @@ func demoTenant(ctx context.Context, db *store.DB, path string) (store.NewTenant
 	return nt, os.WriteFile(path, b, 0o600)
 }
 
-const adminUsage = "admin create EMAIL   (the password is read from standard input)"
+const (
+	adminCreateSynopsis = "admin create EMAIL   (the password is read from standard input)"
+	adminResetSynopsis  = "admin reset-link EMAIL   (prints a link that sets a new password, once)"
+	adminUnlockSynopsis = "admin unlock EMAIL   (forgets the account's failed sign-ins)"
+	adminUsage          = adminCreateSynopsis + " | " + adminResetSynopsis + " | " + adminUnlockSynopsis
+)
 
+// runAdmin is the operator's side of console accounts: creating a platform
+// admin, and, since the service sends no mail, the reset link and unlock
+// an account that cannot sign in needs (a platform admin's above all,
+// which no one in the console can help).
 func runAdmin(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 || args[0] != "create" {
+	if len(args) == 0 {
 		return UsageError{"usage: perpetuity " + adminUsage}
 	}
-	fs := newFlags(e, "admin create", adminUsage)
+	synopsis := map[string]string{"create": adminCreateSynopsis, "reset-link": adminResetSynopsis, "unlock": adminUnlockSynopsis}[args[0]]
+	if synopsis == "" {
+		return UsageError{"usage: perpetuity " + adminUsage}
+	}
+	fs := newFlags(e, "admin "+args[0], synopsis)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return UsageError{"usage: perpetuity " + adminUsage}
+		return UsageError{"usage: perpetuity " + synopsis}
 	}
 	email := fs.Arg(0)
-	pw, err := readPassword(e.stdin)
-	if err != nil {
-		return err
+	var pw string
+	if args[0] == "create" {
+		var err error
+		if pw, err = readPassword(e.stdin); err != nil {
+			return err
+		}
 	}
-	_, db, err := openStore(ctx, e)
+	cfg, db, err := openStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	switch args[0] {
+	case "reset-link":
+		link, err := web.IssueResetLink(ctx, db, cfg.PublicURL, email, 24*time.Hour, cliActor())
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no enabled account has the address %s", email)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "Give this link to %s only. It works once, for 24 hours, and ends every session of the account when used; a newer link replaces it.\n", email)
+		fmt.Fprintln(e.stdout, link)
+		return nil
+	case "unlock":
+		n, err := web.UnlockAccount(ctx, db, email, cliActor())
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no account has the address %s", email)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "cleared %d failed sign-ins of %s\n", n, email)
+		return nil
+	}
 	if err := web.CreatePlatformAdmin(ctx, db, email, pw); err != nil {
 		return err
 	}

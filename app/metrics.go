@@ -1,7 +1,11 @@
 package app
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -10,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/proxy"
 )
 
@@ -88,21 +93,85 @@ func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 
 // accessLog writes one structured line per request. It logs the route
 // template and never the raw path or headers, where keys travel, and the
-// method as its label, so that a line has a bounded size.
+// method as its label, so that a line has a bounded size. A request that
+// failed is logged with the status the error handler is about to write
+// and why (scrubbed of anything shaped like a key); a proxy request with
+// the tenant its key belongs to, once known, and the key's public prefix,
+// never the key.
 func accessLog(log *slog.Logger, routes *routeLabels) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
 			err := next(c)
 			status := c.Response().Status
-			if err != nil && !c.Response().Committed {
-				status = 0 // written by the error handler after this line
+			attrs := []any{"request_id", c.Get("perpetuity.request_id"), "method", methodLabel(c.Request().Method),
+				"route", routes.of(c)}
+			if err != nil {
+				s, kind, why := failure(err)
+				if !c.Response().Committed {
+					status = s // written by the error handler after this line
+				}
+				attrs = append(attrs, "error_kind", kind, "reason", why)
 			}
-			log.Info("request", "request_id", c.Get("perpetuity.request_id"), "method", methodLabel(c.Request().Method),
-				"route", routes.of(c), "status", status, "ms", float64(time.Since(start).Microseconds())/1000, "failed", err != nil)
+			// Set by the proxy once the key resolves (proxy/identity.go).
+			if t, ok := c.Get("perpetuity.tenant_id").(int64); ok && t != 0 {
+				attrs = append(attrs, "tenant", t)
+			}
+			if p := keyPrefix(c); p != "" {
+				attrs = append(attrs, "key_prefix", p)
+			}
+			attrs = append(attrs, "status", status, "ms", float64(time.Since(start).Microseconds())/1000, "failed", err != nil)
+			log.Info("request", attrs...)
 			return err
 		}
 	}
+}
+
+// maxReason bounds the reason a log line gives for a failure.
+const maxReason = 300
+
+// failure is the status an error is answered with (as errorHandler and
+// Echo's own handler answer it), its kind, and its message for the log.
+func failure(err error) (status int, kind, reason string) {
+	var ae *proxy.APIError
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ae):
+		status, kind, reason = ae.Status, ae.Kind.String(), ae.Message
+	case errors.As(err, &he):
+		status, kind, reason = he.Code, kindFor(he.Code).String(), fmt.Sprint(he.Message)
+	default:
+		status, kind, reason = http.StatusInternalServerError, proxy.Internal.String(), err.Error()
+	}
+	if reason == "" {
+		reason = kind
+	}
+	reason = redactSecrets(reason)
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "") + "…"
+	}
+	return status, kind, reason
+}
+
+// keyPrefix is the public prefix of the Perpetuity key a request names in
+// its path or header, as the console lists keys; empty when it names none,
+// or something that is not a Perpetuity key (a provider key sent by
+// mistake gets nothing of it logged).
+func keyPrefix(c echo.Context) string {
+	k := c.Param("key")
+	if k == "" {
+		k = strings.TrimSpace(c.Request().Header.Get(proxy.HeaderKey))
+	}
+	if !strings.HasPrefix(k, store.KeyPrefix) {
+		return ""
+	}
+	p := store.ShortPrefix(k)
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return ""
+		}
+	}
+	return p
 }
 
 func (m *metrics) handler() echo.HandlerFunc {

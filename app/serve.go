@@ -125,20 +125,32 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
+		log.Error("perpetuity stopped serving", "err", err)
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The operator sees when a stop began and whether it finished cleanly:
+	// in-flight requests and reply captures are given shutdownGrace.
+	start := time.Now()
+	log.Info("perpetuity shutting down", "reason", context.Cause(ctx).Error(), "grace_s", shutdownGrace.Seconds())
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("perpetuity shutdown incomplete", "step", "requests", "err", err, "ms", time.Since(start).Milliseconds())
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := px.Drain(sctx); err != nil {
+		log.Error("perpetuity shutdown incomplete", "step", "reply captures", "err", err, "ms", time.Since(start).Milliseconds())
 		return fmt.Errorf("shutdown: reply captures still running: %w", err)
 	}
 	eng.WaitReheats()
+	log.Info("perpetuity shut down", "ms", time.Since(start).Milliseconds())
 	return nil
 }
+
+// shutdownGrace is how long a stopping server waits for requests and
+// reply captures in flight.
+const shutdownGrace = 10 * time.Second
 
 // NewRouter is the Echo instance serve hangs every route on: the one error
 // handler, panic recovery, then mw (serve passes its metrics), the access

@@ -88,6 +88,7 @@ func (p *Proxy) resolveIdentity(ctx context.Context, c echo.Context) (memory.Who
 		return memory.Who{}, k, p.memoryUnavailable(c, "key lookup", err)
 	}
 	p.touchKey(k)
+	c.Set("perpetuity.tenant_id", k.TenantID) // for the access log (app/metrics.go)
 	return memory.Who{TenantID: k.TenantID, UserID: k.UserID, UserName: k.UserName, Pinned: k.Pinned()}, k, nil
 }
 

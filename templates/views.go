@@ -53,6 +53,9 @@ type Connect struct {
 	// TenantWide: the key may name any memory user (X-Perpetuity-User);
 	// otherwise it is pinned to UserName, as new keys are by default.
 	TenantWide bool
+	// Spent: the page that showed the key once is seen again; it says so
+	// (KeyName, KeyPrefix) instead of showing the key.
+	Spent bool
 }
 
 // Stat is one figure on the overview.
@@ -109,10 +112,14 @@ type KeyRow struct {
 // Keys is the API keys page.
 type Keys struct {
 	Rows   []KeyRow
-	Users  []Option
+	Users  []Option // none selected unless the admin chose one
 	Scopes []Option // pinned (the default) or tenant-wide, for a new key
 	New    *Connect // the key just created, shown once
 	Error  string
+	// What a refused form said, to fill it in again.
+	Name          string
+	NewUser       string
+	NewUserChosen bool
 }
 
 // UserRow is one memory user.
@@ -214,6 +221,15 @@ type AccountRow struct {
 	LastSignIn string
 	Disabled   bool
 	Self       bool
+	Throttled  int // failed sign-ins held against it in the last day
+}
+
+// ResetReveal is a password reset link just made, shown once; URL is
+// empty when the page is seen again.
+type ResetReveal struct {
+	URL   string
+	Email string
+	Hours int // how long it works
 }
 
 // InviteRow is one pending invitation.
@@ -228,23 +244,40 @@ type Accounts struct {
 	Rows      []AccountRow
 	Invites   []InviteRow
 	InviteURL string // the link just created, shown once
+	Reset     *ResetReveal
 	Error     string
 }
 
 // AuditRow is one audit entry.
 type AuditRow struct {
-	At      string
-	Actor   string
-	Action  string
-	Target  string
-	Detail  string
-	Address string
+	At       string
+	Actor    string
+	Action   string
+	Target   string // what it acted on, by its current name where it has one
+	TargetID string // the id the entry names, when Target is a name for it
+	Detail   string
+	Address  string
+}
+
+// AuditFilter is what the audit page is narrowed to; empty fields do not
+// narrow. Days are YYYY-MM-DD (UTC).
+type AuditFilter struct {
+	Actor  string
+	Action string
+	From   string
+	To     string
 }
 
 // Audit is the audit log page.
 type Audit struct {
-	Rows []AuditRow
-	Next string // link to older entries, empty at the end
+	Rows     []AuditRow
+	Filter   AuditFilter
+	Filtered bool
+	Actions  []Option // every action the log holds
+	Error    string
+	Older    string // link to the next older page, empty at the end
+	Newer    string // link to the next newer page, empty at the start
+	Newest   string // link to the first page, when not on it
 }
 
 // TenantRow is one tenant in the platform admin's list.

@@ -120,12 +120,20 @@ func (c *Console) accountsView(ctx context.Context, s *session) (templates.Accou
 	if err != nil {
 		return templates.Accounts{}, err
 	}
+	emails := make([]string, len(accts))
+	for i, a := range accts {
+		emails[i] = a.Email
+	}
+	held, err := c.throttleHeld(ctx, emails)
+	if err != nil {
+		return templates.Accounts{}, err
+	}
 	now := time.Now()
 	v := templates.Accounts{}
-	for _, a := range accts {
+	for i, a := range accts {
 		v.Rows = append(v.Rows, templates.AccountRow{
 			ID: a.ID, Email: a.Email, Role: a.Role, Created: exact(a.Created),
-			LastSignIn: agoPtr(a.LastSignIn, now), Disabled: a.Disabled, Self: a.ID == s.AccountID,
+			LastSignIn: agoPtr(a.LastSignIn, now), Disabled: a.Disabled, Self: a.ID == s.AccountID, Throttled: held[i],
 		})
 	}
 	for _, i := range invites {

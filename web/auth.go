@@ -92,8 +92,9 @@ func (c *Console) signUpForm(ec echo.Context) error {
 }
 
 // signUp creates a tenant, its first memory user and key, and its first
-// admin account, signs the admin in, and answers with the connect page
-// carrying the key: the only time it is ever shown.
+// admin account, signs the admin in, and sends the browser to the welcome
+// page, which shows the key once (reveal.go): reloading it neither repeats
+// the sign-up nor shows the key again.
 func (c *Console) signUp(ec echo.Context) error {
 	ctx := ec.Request().Context()
 	team := strings.TrimSpace(ec.FormValue("team"))
@@ -154,15 +155,40 @@ func (c *Console) signUp(ec echo.Context) error {
 		}
 		return c.internal(ec, err)
 	}
-	if err := c.startSession(ctx, ec, accountID, nt.TenantID); err != nil {
+	if err := c.signInAs(ctx, ec, accountID, nt.TenantID, hash); err != nil {
 		return c.internal(ec, err)
 	}
-	if err := c.rememberDevice(ec, accountID, hash); err != nil {
+	id, err := c.putReveal(ec, nt.TenantID, store.RevealWelcome, nt.Key, map[string]string{
+		"name": "first key", "prefix": store.ShortPrefix(nt.Key), "user": nt.UserName, "scope": string(nt.Scope),
+	})
+	if err != nil {
 		return c.internal(ec, err)
 	}
-	s := &session{AccountID: accountID, Email: email, Role: templates.RoleTenantAdmin, HomeTenant: nt.TenantID, TenantID: nt.TenantID, TenantName: team}
-	conn := c.connectFor(nt.Key, "first key", nt.UserName)
-	return c.render(ec, http.StatusCreated, templates.ConnectPage(c.page(ec, s, "Welcome", "connect"), conn, true))
+	return redirectToReveal(ec, welcomePrefix, id)
+}
+
+const welcomePrefix = "/console/welcome/"
+
+// welcome is the page sign-up redirects to: the connect page with the
+// first key, the first time; without it (and saying so) ever after.
+func (c *Console) welcome(ec echo.Context, s *session) error {
+	r, err := c.takeReveal(ec, s.TenantID, store.RevealWelcome)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	return c.render(ec, http.StatusOK, templates.ConnectPage(c.page(ec, s, "Welcome", "connect"), c.revealedKey(r), true))
+}
+
+// revealedKey is the connect view of a revealed key: with the key on its
+// first view, saying that it was shown on any later one.
+func (c *Console) revealedKey(r revealed) templates.Connect {
+	conn := c.connectFor(r.Secret, r.About["name"], r.About["user"])
+	conn.TenantWide = r.About["scope"] == string(store.ScopeTenant)
+	if r.Secret == "" {
+		conn.Spent = true
+		conn.KeyPrefix = r.About["prefix"]
+	}
+	return conn
 }
 
 // connectFor is the connect view for a key (empty: placeholder).
@@ -290,10 +316,7 @@ func (c *Console) acceptInvite(ec echo.Context) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	if err := c.startSession(ctx, ec, id, inv.TenantID); err != nil {
-		return c.internal(ec, err)
-	}
-	if err := c.rememberDevice(ec, id, hash); err != nil {
+	if err := c.signInAs(ctx, ec, id, inv.TenantID, hash); err != nil {
 		return c.internal(ec, err)
 	}
 	return ec.Redirect(http.StatusSeeOther, "/console")

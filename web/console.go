@@ -15,10 +15,17 @@
 //     row is re-read on every request.
 //   - CSRF: a synchronizer token per session, a double-submit cookie before
 //     sign-in (see csrf.go). Sign-in failures are throttled in the
-//     database (throttle.go) so that a browser the owner signed in from
-//     before (device.go) cannot be locked out from elsewhere (signin.go).
-//   - Keys and invitation links are shown once, in the response that made
-//     them, never stored in plain text or carried through a redirect.
+//     database (throttle.go) per account and address, or per browser the
+//     owner signed in from before (device.go), with growing delays and no
+//     lock on the account (signin.go); admins clear them and platform
+//     admins or the operator issue reset links (reset.go).
+//   - Every page that shows memory content writes an audit entry first
+//     (memory.go, export.go); the audit page names what entries acted on
+//     by its current name (memory/store/audit.go).
+//   - Keys and reset links are shown once, on the page their form
+//     redirects to, sealed for the session until then (reveal.go), never
+//     stored in plain text or carried in a URL; invitation links are shown
+//     once, in the response that made them.
 //   - Every tenant query runs in store.DB.InTenant and names tenant_id; IDs
 //     from URLs are looked up within the session's tenant, so another
 //     tenant's IDs are simply not found (404).
@@ -59,23 +66,25 @@ type Config struct {
 	SessionIdle time.Duration // sign out after this long unused; default 8h
 	SessionMax  time.Duration // sign out after this long regardless; default 72h
 
-	// Sign-in failures are counted in sliding windows of SignInWindow, and
-	// four times each limit holds over 24 hours as well (throttle.go).
-	// A browser with the account's device cookie (device.go) is held back by
-	// its own failures only, SignInPerAccount of them; any other attempt by
-	// the account's failures from its address (SignInPerAccount), by the
-	// address's failures on any account (SignInPerAddress), and by the
-	// account's failures from all such browsers together
-	// (SignInPerAccountAll), which is all an attacker can use up.
-	SignInWindow        time.Duration // default 15m
-	SignInPerAccount    int           // failures per account and address, or per trusted browser; default 5
-	SignInPerAccountAll int           // failures per account from browsers without its device cookie; default 20
-	SignInPerAddress    int           // failures per client address, any account; default 20
-	DeviceTrust         time.Duration // how long a sign-in vouches for its browser; default 90 days
-	SignUpWindow        time.Duration // default 1h
-	SignUpPerAddress    int           // sign-up attempts per address per window; default 10
+	// Sign-in failures on an account are counted per client address, or
+	// per browser holding the account's device cookie (device.go): after
+	// SignInPerAccount of them in a day, each further attempt from there
+	// waits SignInDelay after the one before, doubling up to
+	// SignInMaxDelay. Nothing locks the account itself. A client address
+	// may fail SignInPerAddress times on any accounts per SignInWindow
+	// (four times that per day) besides (throttle.go).
+	SignInWindow     time.Duration // default 15m
+	SignInPerAccount int           // free failures per account and address, or per trusted browser; default 5
+	SignInDelay      time.Duration // the first wait after them; default 30s
+	SignInMaxDelay   time.Duration // the longest wait; default 1h
+	SignInPerAddress int           // failures per client address, any account; default 20
+	DeviceTrust      time.Duration // how long a sign-in vouches for its browser; default 90 days
+	SignUpWindow     time.Duration // default 1h
+	SignUpPerAddress int           // sign-up attempts per address per window; default 10
 
 	InviteTTL      time.Duration // how long an invitation link works; default 7 days
+	ResetTTL       time.Duration // how long a password reset link works; default 24h
+	AuditPageSize  int           // audit entries per page; default 100
 	InvitesPerHour int           // invitations a team may make per hour; default 20
 	InvitesPerDay  int           // and per 24 hours; default 100
 
@@ -107,12 +116,15 @@ func (cfg *Config) defaults() error {
 	def(&cfg.InviteTTL, 7*24*time.Hour)
 	def(&cfg.DeviceTrust, 90*24*time.Hour)
 	defInt(&cfg.SignInPerAccount, 5)
-	defInt(&cfg.SignInPerAccountAll, 20)
+	def(&cfg.SignInDelay, 30*time.Second)
+	def(&cfg.SignInMaxDelay, time.Hour)
+	def(&cfg.ResetTTL, 24*time.Hour)
+	defInt(&cfg.AuditPageSize, auditPageSize)
 	defInt(&cfg.SignInPerAddress, 20)
 	defInt(&cfg.SignUpPerAddress, 10)
 	defInt(&cfg.InvitesPerHour, 20)
 	defInt(&cfg.InvitesPerDay, 100)
-	if cfg.SignInWindow > maxThrottleWindow || cfg.SignUpWindow > maxThrottleWindow {
+	if cfg.SignInWindow > maxThrottleWindow || cfg.SignUpWindow > maxThrottleWindow || cfg.SignInMaxDelay > maxThrottleWindow {
 		return fmt.Errorf("console: throttle windows are at most %s", maxThrottleWindow)
 	}
 	if cfg.Argon2 == nil {
@@ -197,11 +209,15 @@ func (c *Console) routes() []route {
 		{http.MethodPost, "/signout", c.signOut},
 		{http.MethodGet, "/invite/:token", c.inviteForm},
 		{http.MethodPost, "/invite/:token", c.acceptInvite},
+		{http.MethodGet, "/reset/:token", c.resetForm},
+		{http.MethodPost, "/reset/:token", c.resetPassword},
 
 		{http.MethodGet, "/console", t(c.overview)},
 		{http.MethodGet, "/console/connect", t(c.connect)},
+		{http.MethodGet, welcomePrefix + ":id", t(c.welcome)},
 		{http.MethodGet, "/console/keys", t(c.keys)},
 		{http.MethodPost, "/console/keys", t(c.createKey)},
+		{http.MethodGet, newKeyPrefix + ":id", t(c.newKey)},
 		{http.MethodPost, "/console/keys/:id/revoke", t(c.revokeKey)},
 		{http.MethodGet, "/console/users", t(c.users)},
 		{http.MethodGet, "/console/users/:id", t(c.user)},
@@ -214,6 +230,9 @@ func (c *Console) routes() []route {
 		{http.MethodPost, "/console/accounts/:id/role", t(c.setRole)},
 		{http.MethodPost, "/console/accounts/:id/disable", t(c.disable)},
 		{http.MethodPost, "/console/accounts/:id/enable", t(c.enable)},
+		{http.MethodPost, "/console/accounts/:id/unlock", t(c.unlock)},
+		{http.MethodPost, "/console/accounts/:id/reset-link", t(c.issueReset)},
+		{http.MethodGet, resetLinkPrefix + ":id", t(c.resetLinkShown)},
 		{http.MethodGet, "/console/audit", t(c.audit)},
 
 		{http.MethodGet, "/platform/tenants", c.tenants},
@@ -292,6 +311,10 @@ func notice(key string) string {
 		return "Flipped: every serving process uses the new version from its next request."
 	case "retire":
 		return "Version retired."
+	case "unlock":
+		return "Failed sign-ins cleared: the account can sign in at once, from anywhere."
+	case "reset":
+		return "Your new password is set, and every other session of your account has ended."
 	}
 	return ""
 }

@@ -17,9 +17,8 @@ import (
 // A device cookie says that this browser signed in to an account before
 // (OWASP's "device cookies"). Sign-in attempts that carry a valid one for
 // the account they name are throttled only on their own failures, never by
-// the account-wide count that attempts from anywhere else share, so wrong
-// passwords sent from elsewhere cannot lock the owner out of a browser it
-// has used.
+// the counts of their address, so wrong passwords sent from the same
+// network cannot slow the owner down in a browser it has used.
 //
 // The cookie is signed with the account's own password hash as the HMAC
 // key: a server-side secret that sign-in reads anyway, shared by every
@@ -88,8 +87,9 @@ func (d device) vouches(account int64, key string, now time.Time, ttl time.Durat
 	return good && d.account == account && age > -time.Minute && age < ttl
 }
 
-// scope is the throttle scope of this browser's own failures.
-func (d device) scope() string { return "device:" + hex.EncodeToString(d.nonce[:]) }
+// nonceHex names this browser in the throttle scope of its own failures
+// (signInRules).
+func (d device) nonceHex() string { return hex.EncodeToString(d.nonce[:]) }
 
 func newDevice(account int64, key string, now time.Time) (device, string, error) {
 	d := device{account: account, issued: now}

@@ -34,11 +34,6 @@ const dictUploadRoute = "/console/dictionaries"
 // progress; a process that dies frees the rollout after it.
 const deriveLease = 15 * time.Second
 
-func storeActor(s *session) store.Actor {
-	id := s.AccountID
-	return store.Actor{AccountID: &id, Email: s.Email}
-}
-
 func (c *Console) dictionaries(ec echo.Context, s *session) error {
 	v, err := c.dictView(ec.Request().Context(), s)
 	if err != nil {
@@ -110,7 +105,7 @@ func (c *Console) dictFail(ec echo.Context, s *session, status int, msg string) 
 // binary, dark.
 func (c *Console) uploadDictionary(ec echo.Context, s *session) error {
 	ctx := ec.Request().Context()
-	by := storeActor(s)
+	by := storeActor(ec, s)
 	if b := ec.FormValue("builtin"); b != "" {
 		v, err := strconv.Atoi(b)
 		if err != nil || !slices.Contains(dict.BuiltinVersions(), v) {
@@ -160,7 +155,7 @@ func (c *Console) deriveDictionary(ec echo.Context, s *session) error {
 	if !ok {
 		return c.notFound(ec)
 	}
-	by := storeActor(s)
+	by := storeActor(ec, s)
 	r, err := c.db.StartDerive(ctx, s.TenantID, v, by)
 	switch {
 	case errors.Is(err, store.ErrActiveVersion):
@@ -232,7 +227,7 @@ func (c *Console) flipDictionary(ec echo.Context, s *session) error {
 	if !ok {
 		return c.notFound(ec)
 	}
-	_, err := c.db.Flip(ec.Request().Context(), s.TenantID, v, storeActor(s))
+	_, err := c.db.Flip(ec.Request().Context(), s.TenantID, v, storeActor(ec, s))
 	switch {
 	case errors.Is(err, store.ErrNotDerived):
 		return c.dictFail(ec, s, http.StatusConflict, fmt.Sprintf("v%d is not derived for every item yet; derive it first.", v))
@@ -248,7 +243,7 @@ func (c *Console) retireDictionary(ec echo.Context, s *session) error {
 	if !ok {
 		return c.notFound(ec)
 	}
-	_, err := c.db.Retire(ec.Request().Context(), s.TenantID, v, storeActor(s))
+	_, err := c.db.Retire(ec.Request().Context(), s.TenantID, v, storeActor(ec, s))
 	switch {
 	case errors.Is(err, store.ErrActiveVersion):
 		return c.dictFail(ec, s, http.StatusConflict, fmt.Sprintf("v%d is the version this team serves; flip away from it first.", v))

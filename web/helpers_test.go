@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/perpetuity/perpetuity/web/webtest"
 )
 
@@ -106,3 +108,32 @@ func contains(xs []string, x string) bool {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// auditAddresses is the From of each of the tenant's entries with this action.
+func auditAddresses(t *testing.T, srv *webtest.Server, tenantID int64, action string) []string {
+	t.Helper()
+	rows, err := srv.Owner.Query(context.Background(), `SELECT address FROM audit_log WHERE tenant_id = $1 AND action = $2 ORDER BY id`, tenantID, action)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// everyFrom fails unless the tenant has entries with the action and each
+// records the client address (the test client's is loopback).
+func everyFrom(t *testing.T, srv *webtest.Server, tenantID int64, action string) {
+	t.Helper()
+	addrs := auditAddresses(t, srv, tenantID, action)
+	if len(addrs) == 0 {
+		t.Errorf("no %s entry", action)
+	}
+	for _, a := range addrs {
+		if a != "127.0.0.1" {
+			t.Errorf("%s entry from %q, want the client's address", action, a)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func (c *Console) runIntegrity(ec echo.Context, s *session) error {
 	if len(reps) == 1 && reps[0].FinishedAt == nil && time.Since(reps[0].StartedAt) < integrityStillFresh {
 		return ec.Redirect(http.StatusSeeOther, "/console/integrity/"+strconv.FormatInt(reps[0].ID, 10))
 	}
-	by := storeActor(s)
+	by := storeActor(ec, s)
 	id, err := c.db.StartIntegrityReport(ctx, s.TenantID, by)
 	if err != nil {
 		return c.internal(ec, err)

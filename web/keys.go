@@ -108,6 +108,9 @@ func (c *Console) keysView(ctx context.Context, s *session) (templates.Keys, err
 	if err != nil {
 		return templates.Keys{}, err
 	}
+	// No user is chosen for the admin: a key bound to whoever sorts
+	// first, because the form was sent as it came, is a key for the
+	// wrong memory.
 	users, err := c.userOptions(ctx, s.TenantID, 0)
 	if err != nil {
 		return templates.Keys{}, err
@@ -137,16 +140,21 @@ func (c *Console) keys(ec echo.Context, s *session) error {
 	return c.render(ec, http.StatusOK, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
 }
 
-// createKey issues a key bound to an existing memory user of the tenant or
-// to a new one, and shows it once with its proxy URLs.
+// createKey issues a key bound to the memory user the admin chose, an
+// existing one of the tenant or a new one, and sends the browser to the
+// page that shows it once (reveal.go): reloading that page makes no
+// second key and shows this one no more.
 func (c *Console) createKey(ec echo.Context, s *session) error {
 	ctx := ec.Request().Context()
 	name := strings.TrimSpace(ec.FormValue("name"))
 	userField := ec.FormValue("user_id")
 	newUser := strings.TrimSpace(ec.FormValue("new_user"))
 	problem := ""
-	if utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) {
-		problem = "Use a key name of up to 100 characters."
+	switch {
+	case name == "":
+		problem = "Name the key (say, after the agent or machine that will use it), so that you can tell it apart later."
+	case utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) || strings.ContainsAny(name, "\x00\r\n"):
+		problem = "Use a key name of up to 100 characters, on one line."
 	}
 	// No scope in the form (an older page, a script) is a pinned key.
 	scope := store.ScopeUser
@@ -187,11 +195,15 @@ func (c *Console) createKey(ec echo.Context, s *session) error {
 		if err != nil {
 			return c.internal(ec, err)
 		}
-		v.Error = problem
+		v.Error, v.Name, v.NewUser = problem, name, newUser
+		for i := range v.Users {
+			v.Users[i].Selected = v.Users[i].Value == userField
+		}
+		for i := range v.Scopes {
+			v.Scopes[i].Selected = v.Scopes[i].Value == string(scope)
+		}
+		v.NewUserChosen = userField == "new"
 		return c.render(ec, http.StatusBadRequest, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
-	}
-	if name == "" {
-		name = "key for " + user
 	}
 	keyID, key, err := c.db.CreateKeyScoped(ctx, s.TenantID, userID, name, scope)
 	if err != nil {
@@ -200,14 +212,32 @@ func (c *Console) createKey(ec echo.Context, s *session) error {
 	c.recordOrLog(ctx, actor(ec, s, "key.create", name, map[string]any{
 		"key_id": keyID, "key_prefix": store.ShortPrefix(key), "user": user, "scope": string(scope),
 	}))
+	id, err := c.putReveal(ec, s.TenantID, store.RevealKey, key, map[string]string{
+		"name": name, "prefix": store.ShortPrefix(key), "user": user, "scope": string(scope),
+	})
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	return redirectToReveal(ec, newKeyPrefix, id)
+}
+
+const newKeyPrefix = "/console/keys/new/"
+
+// newKey is the page createKey redirects to: the keys page with the new
+// key, the first time; saying that it was shown, ever after.
+func (c *Console) newKey(ec echo.Context, s *session) error {
+	ctx := ec.Request().Context()
+	r, err := c.takeReveal(ec, s.TenantID, store.RevealKey)
+	if err != nil {
+		return c.internal(ec, err)
+	}
 	v, err := c.keysView(ctx, s)
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	conn := c.connectFor(key, name, user)
-	conn.TenantWide = scope == store.ScopeTenant
+	conn := c.revealedKey(r)
 	v.New = &conn
-	return c.render(ec, http.StatusCreated, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
+	return c.render(ec, http.StatusOK, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
 }
 
 func (c *Console) revokeKey(ec echo.Context, s *session) error {

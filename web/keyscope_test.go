@@ -33,11 +33,11 @@ func TestKeysPageScopes(t *testing.T) {
 
 	create := func(form url.Values) (*webtest.Page, store.KeyIdentity) {
 		t.Helper()
-		p := tm.admin.Post("/console/keys", form)
-		if p.Status != http.StatusCreated {
+		p, key := tm.admin.CreateKey(form)
+		if key == "" {
 			t.Fatalf("create %v: %d %s", form, p.Status, p.TestID("form-error").Text())
 		}
-		k, err := srv.DB.ResolveKey(ctx, strings.TrimSpace(p.TestID("new-key").Text()))
+		k, err := srv.DB.ResolveKey(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,13 +40,16 @@ func signInFrom(cl *webtest.Client, addr, email, pw string) *webtest.Page {
 	return cl.Do(http.MethodPost, "/signin", strings.NewReader(form.Encode()), h)
 }
 
-// TestLockoutCannotDenyTheOwner is finding 10 of issue 15: wrong passwords
-// from many addresses must not lock the owner out of a browser it signed
-// in from before; a fresh browser meets the account-wide limit.
-func TestLockoutCannotDenyTheOwner(t *testing.T) {
+// TestWrongPasswordsCannotLockTheAccount is issue 18, finding 2: wrong
+// passwords for an account, from one address or from many, hold back only
+// the addresses they came from (growing delays), never the account: its
+// owner signs in from another address at once, in a fresh browser as well
+// as in one it used before, and from the attacked address in a browser it
+// used before.
+func TestWrongPasswordsCannotLockTheAccount(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, behindBalancer(func(c *web.Config) {
-		c.SignInPerAccount, c.SignInPerAccountAll, c.SignInPerAddress = 3, 6, 10
+		c.SignInPerAccount, c.SignInPerAddress = 3, 100
 	}))
 	tm := signUpTeam(t, srv, "Lockout")
 	owner := srv.NewClient(t)
@@ -55,36 +59,49 @@ func TestLockoutCannotDenyTheOwner(t *testing.T) {
 	if owner.Cookie(deviceCookie) == "" {
 		t.Error("no device cookie after a sign-in")
 	}
-	refused := 0
-	for i := range 20 {
-		addr := fmt.Sprintf("198.51.100.%d", 1+i/2)
-		p := signInFrom(srv.NewClient(t), addr, tm.email, "wrong password "+strconv.Itoa(i))
-		switch p.Status {
+	// A storm from one address: three are checked, then it waits.
+	checked := 0
+	for i := range 30 {
+		switch p := signInFrom(srv.NewClient(t), "198.51.100.7", tm.email, "wrong password "+strconv.Itoa(i)); p.Status {
 		case http.StatusUnauthorized:
+			checked++
 		case http.StatusTooManyRequests:
-			refused++
+			if ra, err := strconv.Atoi(p.Header.Get("Retry-After")); err != nil || ra <= 0 {
+				t.Fatalf("attempt %d: Retry-After %q", i, p.Header.Get("Retry-After"))
+			}
 		default:
 			t.Fatalf("attempt %d: status %d", i, p.Status)
 		}
 	}
-	if checked := 20 - refused; checked > 6 {
-		t.Errorf("%d of 20 wrong passwords were checked; the account-wide limit is 6", checked)
+	if checked != 3 {
+		t.Errorf("%d of 30 wrong passwords from one address were checked, want the 3 free ones", checked)
 	}
-	for _, addr := range []string{"192.0.2.10", "203.0.113.50"} {
-		if p := signInFrom(owner, addr, tm.email, password); p.Status != http.StatusSeeOther {
-			t.Fatalf("owner with its device cookie from %s after the attack: %d %s, want a sign-in", addr, p.Status, p.TestID("form-error").Text())
+	// And from many, two each: none of these addresses is slowed yet.
+	for i := range 40 {
+		addr := fmt.Sprintf("203.0.113.%d", 1+i/2)
+		if p := signInFrom(srv.NewClient(t), addr, tm.email, "wrong password "+strconv.Itoa(i)); p.Status != http.StatusUnauthorized {
+			t.Fatalf("attempt %d from %s: %d", i, addr, p.Status)
 		}
 	}
-	fresh := signInFrom(srv.NewClient(t), "203.0.113.99", tm.email, password)
-	if fresh.Status != http.StatusTooManyRequests {
-		t.Fatalf("fresh browser during the attack: %d, want 429 (the account-wide limit)", fresh.Status)
+	cases := []struct {
+		name string
+		cl   *webtest.Client
+		addr string
+		want int
+	}{
+		{"a fresh browser at a fresh address", srv.NewClient(t), "192.0.2.99", http.StatusSeeOther},
+		{"the owner's browser at its address", owner, "192.0.2.10", http.StatusSeeOther},
+		{"the owner's browser at the attacked address", owner, "198.51.100.7", http.StatusSeeOther},
+		{"a fresh browser at the attacked address", srv.NewClient(t), "198.51.100.7", http.StatusTooManyRequests},
 	}
-	if ra, err := strconv.Atoi(fresh.Header.Get("Retry-After")); err != nil || ra <= 0 {
-		t.Fatalf("Retry-After %q", fresh.Header.Get("Retry-After"))
+	for _, c := range cases {
+		if p := signInFrom(c.cl, c.addr, tm.email, password); p.Status != c.want {
+			t.Errorf("%s after the storm: %d %s, want %d", c.name, p.Status, p.TestID("form-error").Text(), c.want)
+		}
 	}
 
-	// The trusted browser is throttled on its own failures, and those do not
-	// spill onto the account's other trusted browsers.
+	// A trusted browser is throttled on its own failures, and those do not
+	// spill onto the account's other browsers.
 	for i := range 3 {
 		if p := signInFrom(owner, "192.0.2.10", tm.email, "typo "+strconv.Itoa(i)); p.Status != http.StatusUnauthorized {
 			t.Fatalf("device failure %d: %d", i, p.Status)
@@ -98,42 +115,82 @@ func TestLockoutCannotDenyTheOwner(t *testing.T) {
 	}
 }
 
+// TestSignInDelaysGrow: past the free failures, each attempt from an
+// address waits after the one before, twice as long each time; when the
+// wait is over one more attempt is checked.
+func TestSignInDelaysGrow(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, behindBalancer(func(c *web.Config) {
+		c.SignInPerAccount, c.SignInDelay, c.SignInMaxDelay = 2, time.Second, time.Hour
+	}))
+	tm := signUpTeam(t, srv, "Delays")
+	const addr = "198.51.100.20"
+	attempt := func(pw string) (int, int) {
+		p := signInFrom(srv.NewClient(t), addr, tm.email, pw)
+		ra, _ := strconv.Atoi(p.Header.Get("Retry-After"))
+		return p.Status, ra
+	}
+	for i := range 2 {
+		if st, _ := attempt("wrong " + strconv.Itoa(i)); st != http.StatusUnauthorized {
+			t.Fatalf("free failure %d: %d", i, st)
+		}
+	}
+	var waits []int
+	for round := range 2 {
+		st, ra := attempt("wrong again")
+		if st != http.StatusTooManyRequests || ra <= 0 {
+			t.Fatalf("round %d, right after a failure: %d Retry-After %d, want 429 with a wait", round, st, ra)
+		}
+		waits = append(waits, ra)
+		time.Sleep(time.Duration(ra)*time.Second + 100*time.Millisecond)
+		if st, _ := attempt("wrong once more"); st != http.StatusUnauthorized {
+			t.Fatalf("round %d, after waiting %ds: %d, want the attempt checked", round, ra, st)
+		}
+	}
+	if waits[1] <= waits[0] {
+		t.Errorf("waits %v do not grow", waits)
+	}
+	if p := signInFrom(srv.NewClient(t), "192.0.2.30", tm.email, password); p.Status != http.StatusSeeOther {
+		t.Errorf("the owner from another address during the delays: %d", p.Status)
+	}
+}
+
 // TestDeviceCookieIsBoundToItsAccount: a device cookie vouches only for the
 // account that signed in with it, and a tampered one vouches for nothing.
 func TestDeviceCookieIsBoundToItsAccount(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, behindBalancer(func(c *web.Config) {
-		c.SignInPerAccount, c.SignInPerAccountAll, c.SignInPerAddress = 2, 2, 100
+		c.SignInPerAccount, c.SignInPerAddress = 2, 100
 	}))
 	a := signUpTeam(t, srv, "Device A")
 	b := signUpTeam(t, srv, "Device B")
+	const addr = "192.0.2.20"
 	cl := srv.NewClient(t)
-	if p := signInFrom(cl, "192.0.2.20", a.email, password); p.Status != http.StatusSeeOther {
+	if p := signInFrom(cl, addr, a.email, password); p.Status != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d", p.Status)
 	}
 	good := cl.Cookie(deviceCookie)
 	if good == "" {
 		t.Fatal("no device cookie after a sign-in")
 	}
-	for i := range 2 { // B's account-wide limit for untrusted browsers
-		signInFrom(srv.NewClient(t), fmt.Sprintf("198.51.100.%d", 30+i), b.email, "wrong password")
+	// B's and A's failures at this address use up its free ones.
+	for range 2 {
+		signInFrom(srv.NewClient(t), addr, b.email, "wrong password")
+		signInFrom(srv.NewClient(t), addr, a.email, "wrong password")
 	}
-	if p := signInFrom(cl, "192.0.2.20", b.email, password); p.Status != http.StatusTooManyRequests {
-		t.Fatalf("A's device cookie used for B: %d, want B's untrusted limit (429)", p.Status)
-	}
-	for i := range 2 {
-		signInFrom(srv.NewClient(t), fmt.Sprintf("198.51.100.%d", 40+i), a.email, "wrong password")
+	if p := signInFrom(cl, addr, b.email, password); p.Status != http.StatusTooManyRequests {
+		t.Fatalf("A's device cookie used for B: %d, want B's limit at this address (429)", p.Status)
 	}
 	for _, forged := range []string{good[:len(good)-2] + "AA", "x" + good, "", "not.a.cookie", strings.Repeat("A", 4096)} {
 		c := srv.NewClient(t)
 		c.SetCookie(deviceCookie, forged)
-		if p := signInFrom(c, "192.0.2.21", a.email, password); p.Status != http.StatusTooManyRequests {
-			t.Errorf("forged device cookie %.20q: %d, want the untrusted limit (429)", forged, p.Status)
+		if p := signInFrom(c, addr, a.email, password); p.Status != http.StatusTooManyRequests {
+			t.Errorf("forged device cookie %.20q: %d, want the address's limit (429)", forged, p.Status)
 		}
 	}
 	c := srv.NewClient(t)
 	c.SetCookie(deviceCookie, good)
-	if p := signInFrom(c, "192.0.2.22", a.email, password); p.Status != http.StatusSeeOther {
+	if p := signInFrom(c, addr, a.email, password); p.Status != http.StatusSeeOther {
 		t.Fatalf("the genuine device cookie, copied: %d", p.Status)
 	}
 }

@@ -61,6 +61,30 @@ func toView(items []Item, now time.Time) []templates.Item {
 	return out
 }
 
+// auditView records, before the page is sent, that the session's account
+// is shown memory content: whose (the target), which view, which items,
+// and in what role. Content is never written to the log. A view that
+// cannot be recorded is not shown.
+func (c *Console) auditView(ec echo.Context, s *session, userID int64, view string, items []int64, detail map[string]any) error {
+	d := map[string]any{"view": view, "items": items, "as": s.Role}
+	for k, v := range detail {
+		d[k] = v
+	}
+	return c.record(ec.Request().Context(), actor(ec, s, "memory.view", memoryUserTarget(userID), d))
+}
+
+// memoryUserTarget is how audit entries name a memory user; the audit
+// page shows its current name.
+func memoryUserTarget(userID int64) string { return "memory_user:" + strconv.FormatInt(userID, 10) }
+
+func itemIDs(items []Item) []int64 {
+	out := make([]int64, len(items))
+	for i, it := range items {
+		out[i] = it.ID
+	}
+	return out
+}
+
 // memory is the memory browser. The user comes from ?user= (checked to be
 // the tenant's) or is the first user; htmx searches get only the results.
 func (c *Console) memory(ec echo.Context, s *session) error {
@@ -94,6 +118,13 @@ func (c *Console) memory(ec echo.Context, s *session) error {
 		if err != nil {
 			return c.internal(ec, err)
 		}
+		view := "latest"
+		if q != "" {
+			view = "search"
+		}
+		if err := c.auditView(ec, s, userID, view, itemIDs(items), nil); err != nil {
+			return c.internal(ec, err)
+		}
 		v.Items = toView(items, time.Now())
 		if err := c.withChain(ctx, s.TenantID, userID, v.Items); err != nil {
 			return c.internal(ec, err)
@@ -122,6 +153,9 @@ func (c *Console) conversation(ec echo.Context, s *session) error {
 	}
 	bindings, err := c.conversationBindings(ctx, s.TenantID, id)
 	if err != nil {
+		return c.internal(ec, err)
+	}
+	if err := c.auditView(ec, s, meta.UserID, "conversation", itemIDs(items), map[string]any{"conversation_id": id}); err != nil {
 		return c.internal(ec, err)
 	}
 	v := templates.Conversation{ID: meta.ID, Title: meta.Title, User: meta.User, UserID: meta.UserID, Items: toView(items, time.Now()), Bindings: bindings}
@@ -166,6 +200,9 @@ func (c *Console) item(ec echo.Context, s *session) error {
 	}
 	groups, err := c.chainLinks(ctx, s.TenantID, it.UserID, map[int64]int64{it.ID: it.ConversationID}, chainPerPage)
 	if err != nil {
+		return c.internal(ec, err)
+	}
+	if err := c.auditView(ec, s, it.UserID, "item", []int64{it.ID}, map[string]any{"conversation_id": it.ConversationID}); err != nil {
 		return c.internal(ec, err)
 	}
 	v := templates.ItemDetail{Item: toView([]Item{it}, time.Now())[0], UserID: it.UserID, User: user, Chain: groups[it.ID]}

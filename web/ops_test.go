@@ -222,6 +222,7 @@ func TestDictionaryRolloutFromConsole(t *testing.T) {
 		if !contains(acts, a) {
 			t.Errorf("audit log lacks %s: %v", a, acts)
 		}
+		everyFrom(t, srv, o.tenantID, a) // issue 18, finding 4
 	}
 }
 
@@ -282,6 +283,7 @@ func TestIntegrityFromConsole(t *testing.T) {
 	if p := mem.Get("/console/integrity"); p.Status != http.StatusForbidden {
 		t.Fatalf("member: %d", p.Status)
 	}
+	everyFrom(t, srv, o.tenantID, "integrity.check") // issue 18, finding 4
 }
 
 // TestPurgeFromConsole: the typed confirmation must match; the purge then
@@ -346,6 +348,12 @@ func TestPurgeFromConsole(t *testing.T) {
 	}
 	if !contains(auditActions(t, srv, o.tenantID), "memory.purge") {
 		t.Fatal("no audit entry")
+	}
+	// Issue 18, finding 4: the entry says whom by name, and from where.
+	everyFrom(t, srv, o.tenantID, "memory.purge")
+	a := o.admin.Get("/console/audit?action=memory.purge")
+	if got := strings.TrimSpace(a.TestID("audit-target").Text()); got != "alice" {
+		t.Errorf("the purge's entry is on %q, want alice", got)
 	}
 }
 

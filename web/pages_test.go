@@ -24,11 +24,10 @@ func TestKeysCreateBindAndRevoke(t *testing.T) {
 	ctx := context.Background()
 	tm.admin.Get("/console/keys")
 
-	p := tm.admin.Post("/console/keys", url.Values{"name": {"laptop"}, "user_id": {"new"}, "new_user": {"alice"}})
-	if p.Status != http.StatusCreated {
+	p, key := tm.admin.CreateKey(url.Values{"name": {"laptop"}, "user_id": {"new"}, "new_user": {"alice"}})
+	if key == "" {
 		t.Fatalf("create: %d %s", p.Status, p.TestID("form-error").Text())
 	}
-	key := strings.TrimSpace(p.TestID("new-key").Text())
 	id, err := srv.DB.ResolveKey(ctx, key)
 	if err != nil {
 		t.Fatalf("new key does not resolve: %v", err)
@@ -44,8 +43,11 @@ func TestKeysCreateBindAndRevoke(t *testing.T) {
 	}
 
 	bad := []url.Values{
-		{"user_id": {"new"}, "new_user": {""}},
-		{"user_id": {"abc"}},
+		{"name": {"x"}, "user_id": {"new"}, "new_user": {""}},
+		{"name": {"x"}, "user_id": {"abc"}},
+		{"name": {"x"}},
+		{"user_id": {strconv.FormatInt(tm.userID, 10)}},
+		{"user_id": {strconv.FormatInt(tm.userID, 10)}, "name": {"  "}},
 		{"user_id": {strconv.FormatInt(tm.userID, 10)}, "name": {strings.Repeat("n", 101)}},
 	}
 	for _, f := range bad {
@@ -53,7 +55,7 @@ func TestKeysCreateBindAndRevoke(t *testing.T) {
 			t.Errorf("create with %v: %d", f, p.Status)
 		}
 	}
-	if p := tm.admin.Post("/console/keys", url.Values{"user_id": {"999999"}}); p.Status != http.StatusNotFound {
+	if p := tm.admin.Post("/console/keys", url.Values{"name": {"x"}, "user_id": {"999999"}}); p.Status != http.StatusNotFound {
 		t.Errorf("create for a missing user: %d", p.Status)
 	}
 

@@ -32,7 +32,7 @@ func (c *Console) purgeUser(ec echo.Context, s *session) error {
 			Error: "The name you typed does not match. Nothing was purged."}
 		return c.render(ec, http.StatusBadRequest, templates.PurgePage(c.page(ec, s, "Purge "+u.Name, "users"), f))
 	}
-	if _, err := c.db.PurgeUser(ctx, s.TenantID, id, storeActor(s)); err != nil {
+	if _, err := c.db.PurgeUser(ctx, s.TenantID, id, storeActor(ec, s)); err != nil {
 		return c.internal(ec, err)
 	}
 	return ec.Redirect(http.StatusSeeOther, "/console/users/"+strconv.FormatInt(id, 10)+"?done=purge")

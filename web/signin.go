@@ -39,31 +39,35 @@ func (c *Console) accountByEmail(ctx context.Context, email string) (signInAccou
 }
 
 const (
-	waitMsg        = "Too many failed sign-ins; try again in %s."
-	waitDeviceMsg  = "Too many failed sign-ins from this browser; try again in %s."
-	waitAccountMsg = "Too many failed sign-ins to this account from browsers it has not signed in from; " +
-		"try again in %s, or sign in from a browser you have used before."
+	waitMsg = "Too many failed sign-ins to this account from your address; try again in %s. " +
+		"An admin of your team can clear this at once, and a platform admin can give you a link to set a new password."
+	waitDeviceMsg = "Too many failed sign-ins from this browser; try again in %s. " +
+		"An admin of your team can clear this at once, and a platform admin can give you a link to set a new password."
+	waitAddressMsg = "Too many failed sign-ins from your address; try again in %s."
 )
 
 // signInRules are the limits an attempt is held to, the scope that starts
 // afresh when it succeeds (own) and those that only take it back (shared).
-// With the account's device cookie: the browser's own failures. Without:
-// the account's from this address, the address's on any account
-// (credential stuffing), and the account's from every browser without its
-// cookie, together. The last is what an attacker spraying from many
-// addresses can use up, and it locks out only browsers the owner has not
-// signed in from.
+// Failures on an account are counted per client address, or per browser
+// for a browser that signed in to it before (its device cookie), and slow
+// that address or browser down with growing delays; they never lock the
+// account itself, so someone who knows an admin's address and sends wrong
+// passwords from somewhere holds back only that somewhere. The address's
+// failures on any account (credential stuffing) are limited besides.
 func (c *Console) signInRules(email, addr string, dev device, trusted bool) (rules []rule, own string, shared []string) {
-	w := c.cfg.SignInWindow
-	if trusted {
-		return grown(rule{dev.scope(), c.cfg.SignInPerAccount, w, waitDeviceMsg}), dev.scope(), nil
+	byAddress, byDevice := accountScopes(email)
+	backoff := func(scope, why string) rule {
+		return rule{scope: scope, limit: c.cfg.SignInPerAccount, window: maxThrottleWindow, why: why,
+			delay: c.cfg.SignInDelay, maxDelay: c.cfg.SignInMaxDelay}
 	}
-	own = emailScope("account-address", email) + "@" + addr
-	shared = []string{"address:" + addr, emailScope("account", email)}
-	rules = append(append(
-		grown(rule{own, c.cfg.SignInPerAccount, w, waitMsg}),
-		grown(rule{shared[0], c.cfg.SignInPerAddress, w, waitMsg})...),
-		grown(rule{shared[1], c.cfg.SignInPerAccountAll, w, waitAccountMsg})...)
+	if trusted {
+		own = byDevice + dev.nonceHex()
+		return []rule{backoff(own, waitDeviceMsg)}, own, nil
+	}
+	own = byAddress + addr
+	shared = []string{"address:" + addr}
+	rules = append([]rule{backoff(own, waitMsg)},
+		grown(rule{scope: shared[0], limit: c.cfg.SignInPerAddress, window: c.cfg.SignInWindow, why: waitAddressMsg})...)
 	return rules, own, shared
 }
 
@@ -126,14 +130,8 @@ func (c *Console) signIn(ec echo.Context) error {
 	if err := c.refund(ctx, shared...); err != nil {
 		return c.internal(ec, err)
 	}
-	if err := c.startSession(ctx, ec, a.ID, a.TenantID); err != nil {
+	if err := c.signInAs(ctx, ec, a.ID, a.TenantID, a.Hash); err != nil {
 		return c.internal(ec, err)
-	}
-	if err := c.rememberDevice(ec, a.ID, a.Hash); err != nil {
-		return c.internal(ec, err)
-	}
-	if _, err := c.db.Pool.Exec(ctx, signedInSQL, a.ID); err != nil {
-		c.log.Warn("record sign-in time", "err", err)
 	}
 	c.recordOrLog(ctx, auditEntry{TenantID: a.TenantID, ActorID: a.ID, ActorEmail: email, Action: "signin", Address: addr})
 	if a.TenantID == 0 {

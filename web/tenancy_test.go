@@ -230,8 +230,11 @@ func TestRouteMatrixOverHTTP(t *testing.T) {
 // "every route has a rule") is TestAuthorizationMatrix in package web.
 func routeLevel(method, path string) int {
 	switch {
-	case strings.HasPrefix(path, "/platform/"), method == http.MethodPost && path == "/console/dictionaries":
+	case strings.HasPrefix(path, "/platform/"), method == http.MethodPost && path == "/console/dictionaries",
+		strings.Contains(path, "reset-link"):
 		return 3
+	case strings.HasPrefix(path, "/console/keys/new/") || strings.HasPrefix(path, "/console/welcome/"):
+		return 2
 	case path == "/console/accounts" || strings.HasPrefix(path, "/console/accounts/") || path == "/console/audit",
 		strings.HasPrefix(path, "/console/dictionaries") || strings.HasPrefix(path, "/console/integrity"),
 		path == "/console/users/:id/export":

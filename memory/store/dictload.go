@@ -30,7 +30,7 @@ const (
 	listDictsSQL    = `SELECT version, name, entries, loaded_at FROM dictionaries ORDER BY version`
 	dictNameSQL     = `SELECT name FROM dictionaries WHERE version = $1`
 	dictEntriesSQL  = `SELECT word, term_id FROM dictionary_entries WHERE version = $1 ORDER BY word COLLATE "C"`
-	uploadAuditSQL  = `SELECT record_platform_audit($1, $2, $3, $4, $5, '')`
+	uploadAuditSQL  = `SELECT record_platform_audit($1, $2, $3, $4, $5, $6)`
 	listTenantsSQL  = `SELECT id, name FROM list_tenants()`
 	auditDictUpload = "dict.upload"
 )
@@ -106,7 +106,7 @@ func (db *DB) UploadDictionary(ctx context.Context, d *dict.Dictionary, by Actor
 	}
 	detail, _ := json.Marshal(map[string]any{"version": d.Version, "name": d.Name, "entries": d.Len()})
 	if _, err := db.Pool.Exec(ctx, uploadAuditSQL, by.AccountID, by.Email, auditDictUpload,
-		fmt.Sprintf("dictionary:%d", d.Version), detail); err != nil {
+		fmt.Sprintf("dictionary:%d", d.Version), detail, by.Address); err != nil {
 		return true, fmt.Errorf("dictionary upload audit: %w", err)
 	}
 	return true, nil

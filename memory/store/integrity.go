@@ -270,7 +270,8 @@ const (
 	listReportsSQL    = `SELECT ` + reportCols + ` FROM integrity_reports WHERE tenant_id = $1 ORDER BY id DESC LIMIT $2`
 	getReportSQL      = `SELECT ` + reportCols + ` FROM integrity_reports WHERE tenant_id = $1 AND id = $2`
 	listViolationsSQL = `SELECT invariant, item_id, detail, rows FROM integrity_violations WHERE tenant_id = $1 AND report_id = $2 ORDER BY n LIMIT $3`
-	auditIntegritySQL = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail) VALUES ($1, $2, $3, 'integrity.check', $4, $5)`
+	auditIntegritySQL = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail, address)
+		VALUES ($1, $2, $3, 'integrity.check', $4, $5, $6)`
 	// One INSERT from arrays, not COPY: PostgreSQL refuses COPY FROM into a
 	// table under row-level security.
 	insertViolationsSQL = `INSERT INTO integrity_violations (tenant_id, report_id, n, invariant, item_id, detail, rows)
@@ -326,7 +327,7 @@ func (db *DB) FinishIntegrityReport(ctx context.Context, rep IntegrityReport, vs
 			}
 		}
 		detail, _ := json.Marshal(map[string]any{"report": rep.ID, "items": rep.Items, "violations": rep.Violations})
-		_, err = tx.Exec(ctx, auditIntegritySQL, rep.TenantID, by.AccountID, by.Email, fmt.Sprintf("integrity_report:%d", rep.ID), detail)
+		_, err = tx.Exec(ctx, auditIntegritySQL, rep.TenantID, by.AccountID, by.Email, fmt.Sprintf("integrity_report:%d", rep.ID), detail, by.Address)
 		return err
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 type Actor struct {
 	AccountID *int64
 	Email     string // "cli" for the command line
+	Address   string // the client address of a console action; empty from the command line
 }
 
 // PurgeReport says how much a purge removed (never what).
@@ -55,8 +56,8 @@ const (
 	purgeMessagesSQL = `DELETE FROM messages WHERE tenant_id = $1 AND user_id = $2`
 	purgeConvsSQL    = `DELETE FROM conversations WHERE tenant_id = $1 AND user_id = $2`
 	purgeLogSQL      = `INSERT INTO tenant_log (tenant_id, seq, kind, user_id) VALUES ($1, $2, 'purge', $3)`
-	purgeAuditSQL    = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail)
-		VALUES ($1, $2, $3, 'memory.purge', $4, $5)`
+	purgeAuditSQL    = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail, address)
+		VALUES ($1, $2, $3, 'memory.purge', $4, $5, $6)`
 )
 
 // PurgeUser removes a memory user's whole memory in one transaction: items
@@ -125,7 +126,7 @@ func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (
 			return fmt.Errorf("purge log: %w", err)
 		}
 		detail, _ := json.Marshal(rep)
-		if _, err := tx.Exec(ctx, purgeAuditSQL, tenantID, by.AccountID, by.Email, fmt.Sprintf("memory_user:%d", userID), detail); err != nil {
+		if _, err := tx.Exec(ctx, purgeAuditSQL, tenantID, by.AccountID, by.Email, fmt.Sprintf("memory_user:%d", userID), detail, by.Address); err != nil {
 			return fmt.Errorf("purge audit: %w", err)
 		}
 		return nil

@@ -99,8 +99,8 @@ const (
 	itemSpanSQL    = `SELECT count(*), coalesce(max(id), 0) FROM items WHERE tenant_id = $1`
 	startRollout   = `INSERT INTO dict_rollouts (tenant_id, dict_version, state, target, total)
 		VALUES ($1, $2, 'deriving', $3, $4) RETURNING ` + rolloutCols
-	opAuditSQL = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail)
-		VALUES ($1, $2, $3, $4, $5, $6)`
+	opAuditSQL = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail, address)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`
 )
 
 func scanRollout(row pgx.Row) (Rollout, error) {
@@ -112,7 +112,7 @@ func scanRollout(row pgx.Row) (Rollout, error) {
 
 func audit(ctx context.Context, tx pgx.Tx, tenantID int64, by Actor, action string, version int, detail map[string]any) error {
 	d, _ := json.Marshal(detail)
-	if _, err := tx.Exec(ctx, opAuditSQL, tenantID, by.AccountID, by.Email, action, fmt.Sprintf("dictionary:%d", version), d); err != nil {
+	if _, err := tx.Exec(ctx, opAuditSQL, tenantID, by.AccountID, by.Email, action, fmt.Sprintf("dictionary:%d", version), d, by.Address); err != nil {
 		return fmt.Errorf("%s audit: %w", action, err)
 	}
 	return nil

@@ -193,19 +193,37 @@ func (c *Client) SetCookie(name, value string) {
 	c.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: name, Value: value, Path: "/"}})
 }
 
-// SignUp signs a team up and returns the welcome page and the first key.
+// SignUp signs a team up, follows the redirect to the welcome page (its
+// only showing of the first key) and returns that page and the key.
 func (c *Client) SignUp(team, email, password string) (*Page, string) {
 	c.t.Helper()
 	c.Get("/signup")
 	p := c.Post("/signup", url.Values{"team": {team}, "email": {email}, "password": {password}})
-	if p.Status != http.StatusCreated {
-		c.t.Fatalf("webtest: sign-up %s: status %d: %s", email, p.Status, p.TestID("form-error").Text())
+	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location(), "/console/welcome/") {
+		c.t.Fatalf("webtest: sign-up %s: status %d to %q: %s", email, p.Status, p.Location(), p.TestID("form-error").Text())
 	}
-	key := strings.TrimSpace(p.TestID("new-key").Text())
-	if key == "" {
-		c.t.Fatalf("webtest: sign-up page shows no key")
+	w := c.Get(p.Location())
+	key := strings.TrimSpace(w.TestID("new-key").Text())
+	if w.Status != http.StatusOK || key == "" {
+		c.t.Fatalf("webtest: welcome page %d shows no key", w.Status)
 	}
-	return p, key
+	return w, key
+}
+
+// CreateKey submits the new-key form, follows its redirect to the page
+// that shows the key once, and returns that page and the key. A refused
+// form is returned as it came, with no key.
+func (c *Client) CreateKey(form url.Values) (*Page, string) {
+	c.t.Helper()
+	p := c.Post("/console/keys", form)
+	if p.Status != http.StatusSeeOther {
+		return p, ""
+	}
+	if !strings.HasPrefix(p.Location(), "/console/keys/new/") {
+		c.t.Fatalf("webtest: new key redirected to %q", p.Location())
+	}
+	k := c.Get(p.Location())
+	return k, strings.TrimSpace(k.TestID("new-key").Text())
 }
 
 // SignIn signs in and returns the redirect.

@@ -156,7 +156,7 @@ func (b *browser) send(method, path string, form url.Values) answer {
 func (b *browser) signUp(team, email string) {
 	b.t.Helper()
 	b.get("/signup")
-	if a := b.post("/signup", url.Values{"team": {team}, "email": {email}, "password": {password}}); a.status != http.StatusCreated {
+	if a := b.post("/signup", url.Values{"team": {team}, "email": {email}, "password": {password}}); a.status != http.StatusSeeOther {
 		b.t.Fatalf("sign-up %s: %d %.300s", email, a.status, a.body)
 	}
 }

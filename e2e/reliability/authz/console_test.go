@@ -90,7 +90,7 @@ func TestConsoleRouteRoleMatrix(t *testing.T) {
 
 	adminB := newConsole(t, w.proc.URL)
 	adminB.get("/signup")
-	if a := adminB.post("/signup", url.Values{"team": {"Authz team"}, "email": {"admin@authz.test"}, "password": {pw}}); a.status != http.StatusCreated {
+	if a := adminB.post("/signup", url.Values{"team": {"Authz team"}, "email": {"admin@authz.test"}, "password": {pw}}); a.status != http.StatusSeeOther {
 		t.Fatalf("sign-up: %d %.300s", a.status, a.body)
 	}
 	adminB.get("/console/accounts")

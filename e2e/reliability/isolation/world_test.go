@@ -147,9 +147,16 @@ func (tn *tenant) signUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if p.status != http.StatusSeeOther {
+		return fmt.Errorf("sign-up: status %d", p.status)
+	}
+	// The first key is shown once, on the page the sign-up redirects to.
+	if p, err = tn.con.get(ctx, p.header.Get("Location")); err != nil {
+		return err
+	}
 	m := newKeyCode.FindStringSubmatch(p.body)
-	if p.status != http.StatusCreated || m == nil {
-		return fmt.Errorf("sign-up: status %d, key found %v", p.status, m != nil)
+	if p.status != http.StatusOK || m == nil {
+		return fmt.Errorf("welcome page: status %d, key found %v", p.status, m != nil)
 	}
 	tn.keys = append(tn.keys, key{value: m[1], user: "default"})
 	return nil
@@ -164,9 +171,15 @@ func (tn *tenant) addKey(ctx context.Context, user string) error {
 	if err != nil {
 		return err
 	}
-	m := newKeyCode.FindStringSubmatch(p.body)
-	if p.status != http.StatusCreated || m == nil {
+	if p.status != http.StatusSeeOther {
 		return fmt.Errorf("create key for %s: status %d", user, p.status)
+	}
+	if p, err = tn.con.get(ctx, p.header.Get("Location")); err != nil {
+		return err
+	}
+	m := newKeyCode.FindStringSubmatch(p.body)
+	if p.status != http.StatusOK || m == nil {
+		return fmt.Errorf("new key page for %s: status %d", user, p.status)
 	}
 	tn.keys = append(tn.keys, key{value: m[1], user: user, wide: true})
 	return nil
