@@ -86,12 +86,13 @@ func rolloutState(row *templates.DictVersionRow, st store.DictStatus, now time.T
 		return
 	}
 	r := st.Rollouts[i]
-	row.Percent, row.Derived, row.Total, row.Worker = int(100*r.Fraction()), r.Derived, r.Total, r.LeaseOwner
+	row.Percent, row.Derived, row.Total = int(100*r.Fraction()), r.Derived, r.Total
 	switch {
 	case r.State == store.RolloutReady:
 		row.State = templates.DictReady
 	case r.LeaseUntil != nil && r.LeaseUntil.After(now):
 		row.State = templates.DictDeriving
+		row.ETA = eta(r, now)
 	default:
 		row.State = templates.DictStalled
 	}
@@ -123,7 +124,7 @@ func (c *Console) uploadDictionary(ec echo.Context, s *session) error {
 		if _, err := c.db.UploadDictionary(ctx, d, by); err != nil {
 			return c.internal(ec, err)
 		}
-		return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=upload")
+		return c.redirectNotice(ec, "/console/dictionaries", "upload")
 	}
 	fh, err := ec.FormFile("file")
 	if err != nil {
@@ -144,7 +145,7 @@ func (c *Console) uploadDictionary(ec echo.Context, s *session) error {
 	case err != nil:
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=upload")
+	return c.redirectNotice(ec, "/console/dictionaries", "upload")
 }
 
 func versionParam(ec echo.Context) (int, bool) {
@@ -184,7 +185,7 @@ func (c *Console) deriveDictionary(ec echo.Context, s *session) error {
 	if isHTMX(ec) {
 		return c.rolloutFragment(ec, s, v)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=derive")
+	return c.redirectNotice(ec, "/console/dictionaries", "derive")
 }
 
 // derive runs one derivation to the end; it outlives the request that
@@ -226,11 +227,15 @@ func (c *Console) rolloutFragment(ec echo.Context, s *session, v int) error {
 }
 
 // flipDictionary makes a derived version the one this team serves, in one
-// transaction every serving process follows before its next scan.
+// transaction every serving process follows before its next scan. Only
+// the confirmation page's form does it; anything else is sent there.
 func (c *Console) flipDictionary(ec echo.Context, s *session) error {
 	v, ok := versionParam(ec)
 	if !ok {
 		return c.notFound(ec)
+	}
+	if !confirmed(ec) {
+		return ec.Redirect(http.StatusSeeOther, dictActionPath(v, "flip"))
 	}
 	_, err := c.db.Flip(ec.Request().Context(), s.TenantID, v, storeActor(s))
 	switch {
@@ -239,14 +244,18 @@ func (c *Console) flipDictionary(ec echo.Context, s *session) error {
 	case err != nil:
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=flip")
+	return c.redirectNotice(ec, "/console/dictionaries", "flip")
 }
 
-// retireDictionary drops a kept version's rows.
+// retireDictionary drops a kept version's rows, after its confirmation
+// page.
 func (c *Console) retireDictionary(ec echo.Context, s *session) error {
 	v, ok := versionParam(ec)
 	if !ok {
 		return c.notFound(ec)
+	}
+	if !confirmed(ec) {
+		return ec.Redirect(http.StatusSeeOther, dictActionPath(v, "retire"))
 	}
 	_, err := c.db.Retire(ec.Request().Context(), s.TenantID, v, storeActor(s))
 	switch {
@@ -255,5 +264,5 @@ func (c *Console) retireDictionary(ec echo.Context, s *session) error {
 	case err != nil:
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=retire")
+	return c.redirectNotice(ec, "/console/dictionaries", "retire")
 }
