@@ -244,7 +244,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs
 	}
 	for _, w := range in.Warm {
 		h := Heat(Activation{TLast: w.TLast, Peak: w.Peak}, in.Clock, w.Tau)
-		if h >= warmThreshold {
+		if h >= WarmThreshold {
 			get(w.ItemID).heat = h
 		}
 	}

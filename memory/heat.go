@@ -59,13 +59,19 @@ func RankPeak(rank int) float64 {
 // BornPeak is the activation every item is born with.
 const BornPeak = 1.0
 
-// warmThreshold is the heat below which an item is too cold to render.
-const warmThreshold = 0.05
+// WarmThreshold is the heat below which an item is too cold to render: at
+// or above it an item may enter a frame without any retrieval match (the
+// console draws it as the line between warm and cold).
+const WarmThreshold = 0.05
+
+// MaxPeak is the highest heat the law ever reaches: the peak a retrieval
+// gives its best match.
+func MaxPeak() float64 { return RankPeak(0) }
 
 // horizon is how far back (in clock tokens) an item with decay tau and the
 // highest possible peak can still be warm: older activations need not be read.
 func horizon(tau float64) int64 {
-	return int64(tau * math.Log(RankPeak(0)/warmThreshold))
+	return int64(tau * math.Log(MaxPeak()/WarmThreshold))
 }
 
 // Trajectory is an item's heat history for one viewer: born, then every
@@ -106,3 +112,15 @@ func (t Trajectory) At(c int64) float64 {
 
 // Current is the heat at the viewer's clock now.
 func (t Trajectory) Current() float64 { return t.At(t.Now) }
+
+// ColdAt is the clock from which the heat stays below WarmThreshold unless
+// something reheats the item again: the end of its warm stretch, in the
+// past or ahead of now.
+func (t Trajectory) ColdAt() int64 {
+	as := t.Activations()
+	a := as[len(as)-1]
+	if a.Peak < WarmThreshold || !(t.Tau > 0) {
+		return a.TLast
+	}
+	return a.TLast + int64(math.Ceil(t.Tau*math.Log(a.Peak/WarmThreshold)))
+}

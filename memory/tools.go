@@ -143,7 +143,13 @@ func clamp(v, def, max int) int {
 
 // search ranks the user's items for a query, leaving out those in exclude.
 func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclude map[int64]bool) ([]arena.Hit, error) {
-	r, err := e.res.current(ctx, who.TenantID)
+	return e.scan(ctx, who.TenantID, []int64{who.UserID}, query, k, exclude)
+}
+
+// scan ranks the items of users (every user of the tenant when users is
+// nil: only the console asks that) for query.
+func (e *Engine) scan(ctx context.Context, tenantID int64, users []int64, query string, k int, exclude map[int64]bool) ([]arena.Hit, error) {
+	r, err := e.res.current(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +158,7 @@ func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclu
 		return nil, err
 	}
 	toks := e.textTokens(query)
-	aq := arena.Query{Terms: d.QueryTerms(toks), Users: []int64{who.UserID}, K: k}
+	aq := arena.Query{Terms: d.QueryTerms(toks), Users: users, AllUsers: users == nil, K: k}
 	denseQuery(r.space, toks, &aq) // the frame's hybrid scoring under a version with vectors
 	if len(aq.Terms) == 0 && aq.Dense == nil {
 		return nil, nil
@@ -160,7 +166,7 @@ func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclu
 	for id := range exclude {
 		aq.Exclude = append(aq.Exclude, id)
 	}
-	workers, release, err := e.admit(ctx, who.TenantID)
+	workers, release, err := e.admit(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -456,6 +462,16 @@ func dateRange(from, to string) (lo, hi time.Time, msg string) {
 // as retrieval ranks them (the console's memory browser).
 func (e *Engine) Rank(ctx context.Context, tenantID, userID int64, query string, limit int) ([]int64, error) {
 	hits, err := e.search(ctx, Who{TenantID: tenantID, UserID: userID}, query, limit, nil)
+	if err != nil {
+		return nil, err
+	}
+	return hitIDs(hits), nil
+}
+
+// RankTenant is Rank over every memory user of the tenant at once: the
+// console's search for a team's admin, never a model's view.
+func (e *Engine) RankTenant(ctx context.Context, tenantID int64, query string, limit int) ([]int64, error) {
+	hits, err := e.scan(ctx, tenantID, nil, query, limit, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -606,7 +606,11 @@ func ItemPage(p Page, d ItemDetail) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = itemCard(d.Item, true).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = itemCard(d.Item, true, false).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = heatLegend(d.Item.Heat.Scale).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -18,10 +18,21 @@ type DictVersionRow struct {
 	Entries int
 	Loaded  string
 	State   string
-	Percent int   // derivation progress, 0..100
-	Derived int64 // rows derived so far
-	Total   int64 // items when the derivation started
-	Worker  string
+	Percent int    // derivation progress, 0..100
+	Derived int64  // items derived so far
+	Total   int64  // items when the derivation started
+	ETA     string // "about 2 minutes left", when it can be told
+}
+
+// DictConfirm asks before a step that changes what a team serves or what
+// it can go back to, saying what the step does.
+type DictConfirm struct {
+	Version int
+	Action  string // "flip" or "retire"
+	Title   string
+	Effects []string
+	Button  string
+	Danger  bool
 }
 
 // Dictionaries is the dictionary rollouts page.
@@ -41,8 +52,26 @@ type IntegrityRow struct {
 	Actor      string
 	Items      int64
 	Violations int64
-	Summary    string // violations per invariant
+	Failed     int // checks that found violations
+	Checks     int // checks the report covers
 	Error      string
+}
+
+// Check outcomes on an integrity report.
+const (
+	CheckPass    = "pass"
+	CheckFail    = "fail"
+	CheckPartial = "partial" // passed where it looked; part was not checked
+	CheckSkipped = "skipped" // not checked at all
+)
+
+// CheckRow is one check of an integrity report, in words.
+type CheckRow struct {
+	Name       string
+	Means      string // what it checks
+	Outcome    string // a Check* constant
+	Violations int64
+	Why        string // why part or all of it was not checked
 }
 
 // Running reports whether the check has not finished (or died unfinished).
@@ -66,7 +95,7 @@ type ViolationRow struct {
 type IntegrityDetail struct {
 	Report     IntegrityRow
 	Serving    string // "v1 at log position 42"
-	Notes      []string
+	Checks     []CheckRow
 	Violations []ViolationRow
 	More       int64 // violations kept but not listed here
 }
@@ -82,3 +111,16 @@ type PurgeForm struct {
 func vtoa(v int) string { return strconv.Itoa(v) }
 
 func dictPath(v int, action string) string { return "/console/dictionaries/" + vtoa(v) + "/" + action }
+
+// rolloutRest is a derivation's progress after its percentage: items done
+// of all, then how long is left or that it stopped.
+func rolloutRest(r DictVersionRow) string {
+	s := " · " + Count(r.Derived) + " of " + Count(r.Total) + " items"
+	switch {
+	case r.State == DictStalled:
+		s += " · stopped midway"
+	case r.ETA != "":
+		s += " · " + r.ETA
+	}
+	return s
+}

@@ -148,6 +148,7 @@ type UserDetail struct {
 	Conversations []ConversationRow
 	Keys          []KeyRow
 	Bindings      []BindingRow // the user's binding history, newest first
+	Heat          HeatOverview // the user's items by heat now
 }
 
 // BindingRow is one row of the binding log.
@@ -159,27 +160,46 @@ type BindingRow struct {
 // Item is one stored item as the memory browser shows it.
 type Item struct {
 	ID             int64
+	UserID         int64
+	User           string // the owner, shown when a list spans users
 	ConversationID int64
 	Conversation   string
 	Role           string
 	Speaker        string
 	Part           int
 	Text           string
-	When           string // relative, e.g. "3 days ago"
+	Parts          []TextPart // Text cut where a searched word matches; nil: no search
+	Match          *Match     // why a search found it; nil: no search
+	When           string     // relative, e.g. "3 days ago"
 	WhenExact      string
-	Terms          []string
 	Heat           HeatHistory
 	Chain          []ChainGroup // a few neighbours per group, for the compact line
 }
 
-// HeatHistory is an item's heat over the viewer's clock, computed by the
+// TextPart is a run of an item's text, marked when it is a searched word.
+type TextPart struct {
+	Text string
+	Mark bool
+}
+
+// Match says in words why a search found an item.
+type Match struct {
+	Found   []string // searched words the item contains
+	Missing []string // searched words it does not contain
+	Ranking string   // what ranked it, in words
+}
+
+// HeatHistory is an item's heat over its owner's clock, computed by the
 // console with the engine's law; the pictures only lay it out.
 type HeatHistory struct {
-	Tau      float64
-	Now      int64         // the viewer's clock
-	End      int64         // the last clock drawn: now, or a later reheat
-	Current  float64       // heat now
-	Segments []HeatSegment // birth, then each adopted reheat, in clock order
+	Scale      HeatScale
+	Tau        float64
+	Now        int64         // the owner's clock
+	End        int64         // the last clock of the past: now, or a later reheat
+	Current    float64       // heat now
+	Segments   []HeatSegment // birth, then each adopted reheat, in clock order
+	ColdAt     int64         // the clock from which it is cold unless reheated
+	Projection []HeatSample  // the decay from now to ColdAt, if it is warm now
 }
 
 // HeatSegment is the curve from one activation to the next (or to End):
@@ -193,13 +213,16 @@ type HeatSegment struct {
 // HeatSample is the heat at one clock of a segment.
 type HeatSample struct{ Clock, Heat float64 }
 
-// Memory is the memory browser: one user's memory, searched.
+// Memory is the memory browser: one user's memory (or, for an admin,
+// every user's), searched.
 type Memory struct {
-	Users  []Option
-	UserID int64
-	Query  string
-	Items  []Item
-	Error  string
+	Users    []Option // the first is "all users" when the viewer may search them
+	UserID   int64    // 0 with AllUsers
+	AllUsers bool
+	Query    string
+	Items    []Item
+	Scale    HeatScale
+	Error    string
 }
 
 // Conversation is every turn of one conversation with its heat.
@@ -209,6 +232,7 @@ type Conversation struct {
 	User     string
 	UserID   int64
 	Items    []Item
+	Scale    HeatScale
 	Bindings []BindingRow // the conversation's binding history, newest first
 }
 

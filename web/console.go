@@ -145,6 +145,7 @@ type Console struct {
 	sessionCookie string
 	csrfCookie    string
 	deviceCookie  string
+	flashCookie   string
 	arenas        ops.Arenas // the serving engine, for integrity checks (SetArenas)
 }
 
@@ -174,11 +175,12 @@ func New(cfg Config, db *store.DB, mem Memory, log *slog.Logger) (*Console, erro
 	}
 	c := &Console{
 		cfg: cfg, db: db, mem: mem, log: log, authz: az, dummyHash: dummy,
-		sessionCookie: "pp_session", csrfCookie: "pp_csrf", deviceCookie: "pp_device",
+		sessionCookie: "pp_session", csrfCookie: "pp_csrf", deviceCookie: "pp_device", flashCookie: "pp_flash",
 	}
 	if cfg.SecureCookies {
 		// __Host- cookies are Secure, host-only and path "/" by force.
 		c.sessionCookie, c.csrfCookie, c.deviceCookie = "__Host-pp_session", "__Host-pp_csrf", "__Host-pp_device"
+		c.flashCookie = "__Host-pp_flash"
 	}
 	for _, r := range c.routes() {
 		if !c.authz.hasRule(r.path, r.method) {
@@ -283,12 +285,42 @@ func (c *Console) root(ec echo.Context) error {
 func (c *Console) page(ec echo.Context, s *session, title, nav string) templates.Page {
 	return templates.Page{
 		Title: title, Nav: nav, CSRF: csrfOf(ec), Email: s.Email, Role: s.Role,
-		TenantName: s.TenantName, Notice: notice(ec.QueryParam("done")),
+		TenantName: s.TenantName, Notice: c.takeNotice(ec),
 	}
 }
 
+// flashTTL bounds how long a notice waits for the page it was meant for.
+const flashTTL = time.Minute
+
+// redirectNotice answers an action with a redirect to path whose page
+// shows the notice of key once: the key rides in a short-lived cookie, not
+// in the URL, so a reload, a bookmark or the page's own polling later does
+// not show "Derivation started." again.
+func (c *Console) redirectNotice(ec echo.Context, path, key string) error {
+	ec.SetCookie(&http.Cookie{Name: c.flashCookie, Value: key, Path: "/", MaxAge: int(flashTTL / time.Second),
+		HttpOnly: true, Secure: c.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
+	return ec.Redirect(http.StatusSeeOther, path)
+}
+
+// takeNotice is the notice a redirect asked for, consumed: a full page
+// shows it and clears the cookie. Fragments (htmx) leave it for the page.
+// Handlers not yet on redirectNotice still pass ?done=.
+func (c *Console) takeNotice(ec echo.Context) string {
+	if isHTMX(ec) {
+		return ""
+	}
+	if ck, err := ec.Cookie(c.flashCookie); err == nil {
+		ec.SetCookie(&http.Cookie{Name: c.flashCookie, Value: "", Path: "/", MaxAge: -1,
+			HttpOnly: true, Secure: c.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
+		if n := notice(ck.Value); n != "" {
+			return n
+		}
+	}
+	return notice(ec.QueryParam("done"))
+}
+
 // notice is the confirmation a redirect may ask for; only these fixed
-// texts are ever shown, whatever the query string says.
+// texts are ever shown, whatever the cookie or query string says.
 func notice(key string) string {
 	switch key {
 	case "role":
@@ -306,11 +338,11 @@ func notice(key string) string {
 	case "upload":
 		return "Dictionary loaded dark: no team serves it until it is derived and flipped."
 	case "derive":
-		return "Derivation started."
+		return "Derivation started: its progress shows below."
 	case "flip":
 		return "Flipped: every serving process uses the new version from its next request."
 	case "retire":
-		return "Version retired."
+		return "Version retired: its rows are gone, and using it again needs a new derivation."
 	case "unlock":
 		return "Failed sign-ins cleared: the account can sign in at once, from anywhere."
 	case "reset":

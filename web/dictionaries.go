@@ -81,12 +81,13 @@ func rolloutState(row *templates.DictVersionRow, st store.DictStatus, now time.T
 		return
 	}
 	r := st.Rollouts[i]
-	row.Percent, row.Derived, row.Total, row.Worker = int(100*r.Fraction()), r.Derived, r.Total, r.LeaseOwner
+	row.Percent, row.Derived, row.Total = int(100*r.Fraction()), r.Derived, r.Total
 	switch {
 	case r.State == store.RolloutReady:
 		row.State = templates.DictReady
 	case r.LeaseUntil != nil && r.LeaseUntil.After(now):
 		row.State = templates.DictDeriving
+		row.ETA = eta(r, now)
 	default:
 		row.State = templates.DictStalled
 	}
@@ -118,7 +119,7 @@ func (c *Console) uploadDictionary(ec echo.Context, s *session) error {
 		if _, err := c.db.UploadDictionary(ctx, d, by); err != nil {
 			return c.internal(ec, err)
 		}
-		return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=upload")
+		return c.redirectNotice(ec, "/console/dictionaries", "upload")
 	}
 	fh, err := ec.FormFile("file")
 	if err != nil {
@@ -139,7 +140,7 @@ func (c *Console) uploadDictionary(ec echo.Context, s *session) error {
 	case err != nil:
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=upload")
+	return c.redirectNotice(ec, "/console/dictionaries", "upload")
 }
 
 func versionParam(ec echo.Context) (int, bool) {
@@ -179,7 +180,7 @@ func (c *Console) deriveDictionary(ec echo.Context, s *session) error {
 	if isHTMX(ec) {
 		return c.rolloutFragment(ec, s, v)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=derive")
+	return c.redirectNotice(ec, "/console/dictionaries", "derive")
 }
 
 // derive runs one derivation to the end; it outlives the request that
@@ -221,11 +222,15 @@ func (c *Console) rolloutFragment(ec echo.Context, s *session, v int) error {
 }
 
 // flipDictionary makes a derived version the one this team serves, in one
-// transaction every serving process follows before its next scan.
+// transaction every serving process follows before its next scan. Only
+// the confirmation page's form does it; anything else is sent there.
 func (c *Console) flipDictionary(ec echo.Context, s *session) error {
 	v, ok := versionParam(ec)
 	if !ok {
 		return c.notFound(ec)
+	}
+	if !confirmed(ec) {
+		return ec.Redirect(http.StatusSeeOther, dictActionPath(v, "flip"))
 	}
 	_, err := c.db.Flip(ec.Request().Context(), s.TenantID, v, storeActor(ec, s))
 	switch {
@@ -234,14 +239,18 @@ func (c *Console) flipDictionary(ec echo.Context, s *session) error {
 	case err != nil:
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=flip")
+	return c.redirectNotice(ec, "/console/dictionaries", "flip")
 }
 
-// retireDictionary drops a kept version's rows.
+// retireDictionary drops a kept version's rows, after its confirmation
+// page.
 func (c *Console) retireDictionary(ec echo.Context, s *session) error {
 	v, ok := versionParam(ec)
 	if !ok {
 		return c.notFound(ec)
+	}
+	if !confirmed(ec) {
+		return ec.Redirect(http.StatusSeeOther, dictActionPath(v, "retire"))
 	}
 	_, err := c.db.Retire(ec.Request().Context(), s.TenantID, v, storeActor(ec, s))
 	switch {
@@ -250,5 +259,5 @@ func (c *Console) retireDictionary(ec echo.Context, s *session) error {
 	case err != nil:
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/dictionaries?done=retire")
+	return c.redirectNotice(ec, "/console/dictionaries", "retire")
 }

@@ -87,7 +87,7 @@ func TestDictionaryV3RolloutFromConsole(t *testing.T) {
 
 	flip := func(v int) {
 		t.Helper()
-		if p := o.admin.Post("/console/dictionaries/"+itoa(int64(v))+"/flip", nil); p.Status != http.StatusSeeOther || o.active(t) != v {
+		if p := o.admin.Post("/console/dictionaries/"+itoa(int64(v))+"/flip", url.Values{"confirm": {"yes"}}); p.Status != http.StatusSeeOther || o.active(t) != v {
 			t.Fatalf("flip to v%d: %d, v%d serves", v, p.Status, o.active(t))
 		}
 		a, err := o.eng.ArenaSnapshot(ctx, o.tenantID)

@@ -3,15 +3,15 @@ package web
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
 // Ranker is the memory engine's retrieval, as the memory browser uses it:
-// the ids of a user's items that best match a query, best first.
+// the ids of a user's items (or of every user of the tenant) that best
+// match a query, best first.
 type Ranker interface {
 	Rank(ctx context.Context, tenantID, userID int64, query string, limit int) ([]int64, error)
+	RankTenant(ctx context.Context, tenantID int64, query string, limit int) ([]int64, error)
 }
 
 // EngineMemory searches memory as retrieval sees it (the engine's exact
@@ -27,29 +27,27 @@ func NewEngineMemory(db *store.DB, r Ranker) *EngineMemory {
 	return &EngineMemory{SQLMemory: NewSQLMemory(db), rank: r}
 }
 
-const rankedItemsSQL = itemColumns + `
-WHERE i.tenant_id = $1 AND i.user_id = $2 AND i.id = ANY($3)`
-
 // Search implements Memory.
 func (m *EngineMemory) Search(ctx context.Context, tenantID, userID int64, query string, limit int) ([]Item, error) {
 	if query == "" {
 		return m.SQLMemory.Search(ctx, tenantID, userID, query, limit)
 	}
-	ids, err := m.rank.Rank(ctx, tenantID, userID, query, limit)
+	var ids []int64
+	var err error
+	if userID == 0 {
+		ids, err = m.rank.RankTenant(ctx, tenantID, query, limit)
+	} else {
+		ids, err = m.rank.Rank(ctx, tenantID, userID, query, limit)
+	}
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	var items []Item
-	err = m.db.InTenantRead(ctx, tenantID, func(tx pgx.Tx) error {
-		var err error
-		items, err = m.items(ctx, tx, tenantID, userID, rankedItemsSQL, tenantID, userID, ids)
-		return err
-	})
+	rows, err := m.db.ItemsByID(ctx, tenantID, userID, ids)
 	if err != nil {
 		return nil, err
 	}
-	by := make(map[int64]Item, len(items))
-	for _, it := range items {
+	by := make(map[int64]Item, len(rows))
+	for _, it := range fromStore(rows) {
 		by[it.ID] = it
 	}
 	out := make([]Item, 0, len(ids))

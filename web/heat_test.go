@@ -38,28 +38,65 @@ func renderResults(t *testing.T, items []Item) string {
 }
 
 // The heat curve an item card draws, from the engine's law through the
-// sampling here to the layout in templates, byte for byte.
+// sampling here to the layout in templates, byte for byte: a warm item
+// (past, reheats, the decay ahead down to the warm line) and a cold one.
 func TestHeatCurveGolden(t *testing.T) {
 	t.Parallel()
-	out := renderResults(t, []Item{{ID: 7, Heat: sampleTrajectory()}})
-	i := strings.Index(out, `<svg viewBox="0 0 240 64" class="heat-curve"`)
-	j := strings.Index(out[max(i, 0):], "</svg>")
-	if i < 0 || j < 0 {
-		t.Fatalf("no heat curve in %s", out)
-	}
-	got := out[i : i+j+len("</svg>")]
-	path := filepath.Join("testdata", "heat_curve.svg.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+	cold := sampleTrajectory()
+	cold.Now = 9000
+	for name, tr := range map[string]memory.Trajectory{"heat_curve.svg.golden": sampleTrajectory(), "heat_curve_cold.svg.golden": cold} {
+		out := renderResults(t, []Item{{ID: 7, Heat: tr}})
+		i := strings.Index(out, `<svg viewBox="0 0 320 120" class="heat-curve"`)
+		j := strings.Index(out[max(i, 0):], "</svg>")
+		if i < 0 || j < 0 {
+			t.Fatalf("no heat curve in %s", out)
+		}
+		got := out[i : i+j+len("</svg>")]
+		path := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if got != string(want) {
+			t.Fatalf("%s differs from the golden file; inspect and rerun with -update if intended.\ngot:\n%s", path, got)
+		}
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// The pictures' scale is the law's: warm is what the frame renders, the
+// top is a retrieval's best peak.
+func TestHeatScaleIsTheLaws(t *testing.T) {
+	t.Parallel()
+	s := heatScale()
+	if s.Warm != memory.WarmThreshold || s.Max != memory.RankPeak(0) || s.Born != memory.BornPeak {
+		t.Fatalf("scale %+v", s)
 	}
-	if got != string(want) {
-		t.Fatalf("%s differs from the golden file; inspect and rerun with -update if intended.\ngot:\n%s", path, got)
+	// Heats a linear bar drew equally full are apart on it.
+	if s.Pos(0.99) >= s.Pos(1.5) || s.Pos(1.5) >= s.Pos(2) {
+		t.Fatalf("scale saturates: %v %v %v", s.Pos(0.99), s.Pos(1.5), s.Pos(2))
+	}
+}
+
+// The decay ahead follows the law from now to where it turns cold.
+func TestHeatProjection(t *testing.T) {
+	t.Parallel()
+	tr := sampleTrajectory()
+	hh := heatHistory(tr)
+	if hh.ColdAt != tr.ColdAt() || hh.ColdAt <= tr.Now || len(hh.Projection) != curveSamples {
+		t.Fatalf("cold at %d, %d projected samples", hh.ColdAt, len(hh.Projection))
+	}
+	last := hh.Projection[len(hh.Projection)-1]
+	if last.Clock != float64(hh.ColdAt) || math.Abs(last.Heat-memory.WarmThreshold) > 1e-3 {
+		t.Fatalf("projection ends at %+v, want the warm threshold at %d", last, hh.ColdAt)
+	}
+	tr.Now = 9000
+	if cold := heatHistory(tr); cold.Projection != nil || cold.Current >= memory.WarmThreshold {
+		t.Fatalf("a cold item projects %d samples", len(cold.Projection))
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -38,13 +36,31 @@ func reportRow(r store.IntegrityReport) templates.IntegrityRow {
 	if r.FinishedAt != nil {
 		row.Finished = exact(*r.FinishedAt)
 	}
-	var parts []string
-	for inv, n := range r.Counts {
-		parts = append(parts, fmt.Sprintf("%s %d", inv, n))
+	for _, c := range ops.Results(r) {
+		row.Checks++
+		if c.Failed() {
+			row.Failed++
+		}
 	}
-	slices.Sort(parts)
-	row.Summary = strings.Join(parts, ", ")
 	return row
+}
+
+// checkRows are a report's checks, one line each, in words.
+func checkRows(r store.IntegrityReport) []templates.CheckRow {
+	var out []templates.CheckRow
+	for _, c := range ops.Results(r) {
+		row := templates.CheckRow{Name: c.Name, Means: c.Means, Violations: c.Violations, Why: c.NotDone, Outcome: templates.CheckPass}
+		switch {
+		case c.Failed():
+			row.Outcome = templates.CheckFail
+		case c.Skipped:
+			row.Outcome = templates.CheckSkipped
+		case c.NotDone != "":
+			row.Outcome = templates.CheckPartial
+		}
+		out = append(out, row)
+	}
+	return out
 }
 
 func (c *Console) integrity(ec echo.Context, s *session) error {
@@ -96,13 +112,9 @@ func (c *Console) integrityReport(ec echo.Context, s *session) error {
 	}
 	d := templates.IntegrityDetail{Report: reportRow(rep), More: rep.Violations - int64(len(vs))}
 	if rep.DictVersion != nil && rep.HeadSeq != nil {
-		d.Serving = fmt.Sprintf("serving v%d at log position %d", *rep.DictVersion, *rep.HeadSeq)
+		d.Serving = fmt.Sprintf("serving v%d at log position %s", *rep.DictVersion, templates.Count(*rep.HeadSeq))
 	}
-	for _, n := range strings.Split(rep.Notes, "; ") {
-		if n != "" {
-			d.Notes = append(d.Notes, n)
-		}
-	}
+	d.Checks = checkRows(rep)
 	for _, v := range vs {
 		row := templates.ViolationRow{Invariant: v.Invariant, Detail: v.Detail, Rows: string(v.Rows)}
 		if v.ItemID != nil {

@@ -8,34 +8,34 @@ import (
 	"unicode/utf8"
 
 	"github.com/perpetuity/perpetuity/memory"
-	"github.com/perpetuity/perpetuity/templates"
+	"github.com/perpetuity/perpetuity/memory/store"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 func TestTrajectoryFromRows(t *testing.T) {
 	t.Parallel()
-	base := itemRow{BornClock: 100, Tau: 50, Clock: 400}
+	base := store.BrowseItem{BornClock: 100, Tau: 50, Clock: 400}
 	cases := []struct {
 		name    string
 		tLast   *int64
 		peak    *float64
-		reheats []memory.Activation
+		reheats []store.BrowseReheat
 		born    float64
 		points  int
 	}{
 		{"never activated by this viewer: cold", nil, nil, nil, 0, 1},
 		{"born hot, never reheated", ptr(int64(100)), ptr(0.9), nil, 0.9, 1},
-		{"reheats logged up to the activation", ptr(int64(300)), ptr(0.7), []memory.Activation{{TLast: 200, Peak: 0.8}, {TLast: 300, Peak: 0.7}}, memory.BornPeak, 3},
-		{"activation beyond the log is added", ptr(int64(300)), ptr(0.7), []memory.Activation{{TLast: 200, Peak: 0.8}}, memory.BornPeak, 3},
+		{"reheats logged up to the activation", ptr(int64(300)), ptr(0.7), []store.BrowseReheat{{Clock: 200, Peak: 0.8}, {Clock: 300, Peak: 0.7}}, memory.BornPeak, 3},
+		{"activation beyond the log is added", ptr(int64(300)), ptr(0.7), []store.BrowseReheat{{Clock: 200, Peak: 0.8}}, memory.BornPeak, 3},
 		{"engine without a reheat log", ptr(int64(300)), ptr(0.7), nil, memory.BornPeak, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			row := base
-			row.TLast, row.Peak = c.tLast, c.peak
-			tr := trajectory(row, c.reheats)
+			row.TLast, row.Peak, row.Reheats = c.tLast, c.peak, c.reheats
+			tr := trajectory(row)
 			if tr.Born.Peak != c.born || len(tr.Activations()) != c.points {
 				t.Fatalf("born %v with %d points, want %v with %d", tr.Born.Peak, len(tr.Activations()), c.born, c.points)
 			}
@@ -72,7 +72,7 @@ func TestAgo(t *testing.T) {
 	}
 }
 
-func TestTermsAndLikePattern(t *testing.T) {
+func TestTerms(t *testing.T) {
 	t.Parallel()
 	if got := strings.Join(terms([]string{"a", "b", "a", "", "c"}), ","); got != "a,b,c" {
 		t.Fatalf("terms %q", got)
@@ -83,9 +83,6 @@ func TestTermsAndLikePattern(t *testing.T) {
 	}
 	if len(terms(many)) != maxTerms {
 		t.Fatal("terms not capped")
-	}
-	if got := likePattern(`50%_off\`); got != `50\%\_off\\` {
-		t.Fatalf("likePattern %q", got)
 	}
 }
 
@@ -128,7 +125,7 @@ func FuzzHashToken(f *testing.F) {
 }
 
 // TestCSSHeatScaleMatchesHeatColor keeps the stylesheet's heat classes (for
-// HTML elements) and templates.HeatColor (for SVG fills) one scale.
+// HTML elements) and the heat scale's colours (for SVG fills) one scale.
 func TestCSSHeatScaleMatchesHeatColor(t *testing.T) {
 	t.Parallel()
 	css, err := staticFiles.ReadFile("static/console.css")
@@ -136,9 +133,32 @@ func TestCSSHeatScaleMatchesHeatColor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 0; n <= 10; n++ {
-		want := fmt.Sprintf(".heat-meter.heat-%d .fill { background: %s; }", n, templates.HeatColor(float64(n)/10))
+		want := fmt.Sprintf("article.item.heat-%d { border-left-color: %s; }", n, heatScale().PosColor(float64(n)/10))
 		if !strings.Contains(string(css), want) {
 			t.Errorf("console.css lacks %q", want)
+		}
+	}
+}
+
+func TestETA(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		derived, total int64
+		elapsed        time.Duration
+		want           string
+	}{
+		{0, 100, time.Minute, ""},
+		{10, 100, time.Second, ""},
+		{50, 100, 20 * time.Second, "less than a minute left"},
+		{25, 100, time.Minute, "about 3 minutes left"},
+		{1, 100, time.Hour, "about 99 hours left"},
+		{100, 100, time.Minute, ""},
+	}
+	for _, c := range cases {
+		r := store.Rollout{Derived: c.derived, Total: c.total, StartedAt: start}
+		if got := eta(r, start.Add(c.elapsed)); got != c.want {
+			t.Errorf("eta(%d of %d after %s) = %q, want %q", c.derived, c.total, c.elapsed, got, c.want)
 		}
 	}
 }

@@ -21,6 +21,8 @@ import (
 type Memory interface {
 	// Search returns userID's items that best answer query, best first,
 	// with heat as userID sees it; an empty query gives the latest items.
+	// userID 0 searches every memory user of the tenant (each item's heat
+	// as its owner sees it): only an admin's search asks that.
 	Search(ctx context.Context, tenantID, userID int64, query string, limit int) ([]Item, error)
 	// Conversation returns every item of one conversation in order, with
 	// heat as the conversation's owner sees it.
@@ -33,6 +35,7 @@ type Memory interface {
 type Item struct {
 	ID             int64
 	UserID         int64
+	User           string // the owner's name
 	ConversationID int64
 	Conversation   string // title, or the conversation key
 	Role           string // user or assistant
@@ -40,9 +43,25 @@ type Item struct {
 	Part           int // chunk index within its message
 	Text           string
 	BornAt         time.Time
-	Terms          []string          // retrieval terms, as the active dictionary sees them
+	Terms          []string          // stored words, as the active dictionary sees them; never shown raw
 	Heat           memory.Trajectory // born hot, reheats, decay, now
 }
+
+// ranker says in words how a Memory ranks what it finds.
+type ranker interface{ Ranking() string }
+
+// Ranking implements ranker.
+func (m *SQLMemory) Ranking() string {
+	return "Found by a text search of the stored words; the model's own retrieval may rank differently."
+}
+
+// Ranking implements ranker.
+func (m *EngineMemory) Ranking() string {
+	return "Ranked by retrieval itself: the same scoring, over words and their meaning, that picks what the model sees."
+}
+
+// allUsers is the user parameter that searches every user of the tenant.
+const allUsers = "all"
 
 const (
 	searchLimit    = 50
@@ -53,9 +72,9 @@ func toView(items []Item, now time.Time) []templates.Item {
 	out := make([]templates.Item, len(items))
 	for i, it := range items {
 		out[i] = templates.Item{
-			ID: it.ID, ConversationID: it.ConversationID, Conversation: it.Conversation,
+			ID: it.ID, UserID: it.UserID, User: it.User, ConversationID: it.ConversationID, Conversation: it.Conversation,
 			Role: it.Role, Speaker: it.Speaker, Part: it.Part, Text: it.Text,
-			When: ago(it.BornAt, now), WhenExact: exact(it.BornAt), Terms: it.Terms, Heat: heatHistory(it.Heat),
+			When: ago(it.BornAt, now), WhenExact: exact(it.BornAt), Heat: heatHistory(it.Heat),
 		}
 	}
 	return out
@@ -86,11 +105,19 @@ func itemIDs(items []Item) []int64 {
 }
 
 // memory is the memory browser. The user comes from ?user= (checked to be
-// the tenant's) or is the first user; htmx searches get only the results.
+// the tenant's; "all" for every user, admins only) or is the first user;
+// htmx searches get only the results.
 func (c *Console) memory(ec echo.Context, s *session) error {
 	ctx := ec.Request().Context()
+	admin := s.Role == templates.RoleTenantAdmin || s.Role == templates.RolePlatformAdmin
 	var userID int64
-	if u := ec.QueryParam("user"); u != "" {
+	all := false
+	switch u := ec.QueryParam("user"); {
+	case u == allUsers && admin:
+		all = true
+	case u == allUsers:
+		return c.fail(ec, http.StatusForbidden, "Only the team's admins search every user's memory.")
+	case u != "":
 		id, err := strconv.ParseInt(u, 10, 64)
 		if err != nil || id <= 0 {
 			return c.notFound(ec)
@@ -104,16 +131,19 @@ func (c *Console) memory(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	if userID == 0 && len(users) > 0 {
+	if userID == 0 && !all && len(users) > 0 {
 		userID, _ = strconv.ParseInt(users[0].Value, 10, 64)
 		users[0].Selected = true
 	}
+	if admin && len(users) > 0 {
+		users = append([]templates.Option{{Value: allUsers, Label: "All users", Selected: all}}, users...)
+	}
 	q := strings.TrimSpace(ec.QueryParam("q"))
-	v := templates.Memory{Users: users, UserID: userID, Query: q}
+	v := templates.Memory{Users: users, UserID: userID, AllUsers: all, Query: q, Scale: heatScale()}
 	switch {
 	case utf8.RuneCountInString(q) > maxQueryLength || !utf8.ValidString(q):
 		v.Error = "Use a shorter search."
-	case userID != 0:
+	case userID != 0 || all:
 		items, err := c.mem.Search(ctx, s.TenantID, userID, q, searchLimit)
 		if err != nil {
 			return c.internal(ec, err)
@@ -126,7 +156,10 @@ func (c *Console) memory(ec echo.Context, s *session) error {
 			return c.internal(ec, err)
 		}
 		v.Items = toView(items, time.Now())
-		if err := c.withChain(ctx, s.TenantID, userID, v.Items); err != nil {
+		if q != "" {
+			c.explain(items, v.Items, q)
+		}
+		if err := c.withChain(ctx, s.TenantID, v.Items); err != nil {
 			return c.internal(ec, err)
 		}
 	}
@@ -134,6 +167,23 @@ func (c *Console) memory(ec echo.Context, s *session) error {
 		return c.render(ec, http.StatusOK, templates.MemoryResults(v))
 	}
 	return c.render(ec, http.StatusOK, templates.MemoryPage(c.page(ec, s, "Memory", "memory"), v))
+}
+
+// explain marks the searched words in each found item and says why it
+// matched.
+func (c *Console) explain(items []Item, views []templates.Item, q string) {
+	words := queryWords(q)
+	re := wordsPattern(words)
+	ranking := ""
+	if r, ok := c.mem.(ranker); ok {
+		ranking = r.Ranking()
+	}
+	for i := range views {
+		if re != nil {
+			views[i].Parts = highlight(views[i].Text, re)
+		}
+		views[i].Match = matchOf(items[i], words, ranking)
+	}
 }
 
 // conversation shows every turn of one conversation with its heat.
@@ -158,23 +208,35 @@ func (c *Console) conversation(ec echo.Context, s *session) error {
 	if err := c.auditView(ec, s, meta.UserID, "conversation", itemIDs(items), map[string]any{"conversation_id": id}); err != nil {
 		return c.internal(ec, err)
 	}
-	v := templates.Conversation{ID: meta.ID, Title: meta.Title, User: meta.User, UserID: meta.UserID, Items: toView(items, time.Now()), Bindings: bindings}
-	if err := c.withChain(ctx, s.TenantID, meta.UserID, v.Items); err != nil {
+	v := templates.Conversation{ID: meta.ID, Title: meta.Title, User: meta.User, UserID: meta.UserID, Items: toView(items, time.Now()),
+		Scale: heatScale(), Bindings: bindings}
+	if err := c.withChain(ctx, s.TenantID, v.Items); err != nil {
 		return c.internal(ec, err)
 	}
 	return c.render(ec, http.StatusOK, templates.ConversationPage(c.page(ec, s, meta.Title, "memory"), v))
 }
 
-// withChain adds each item's compact chain line, all items' links read in
-// one query.
-func (c *Console) withChain(ctx context.Context, tenantID, userID int64, items []templates.Item) error {
-	conv := make(map[int64]int64, len(items))
+// withChain adds each item's compact chain line, each owner's items' links
+// read in one query (an edge never joins two users).
+func (c *Console) withChain(ctx context.Context, tenantID int64, items []templates.Item) error {
+	byUser := map[int64]map[int64]int64{}
+	var users []int64
 	for _, it := range items {
-		conv[it.ID] = it.ConversationID
+		if byUser[it.UserID] == nil {
+			byUser[it.UserID] = map[int64]int64{}
+			users = append(users, it.UserID)
+		}
+		byUser[it.UserID][it.ID] = it.ConversationID
 	}
-	groups, err := c.chainLinks(ctx, tenantID, userID, conv, chainPerLine)
-	if err != nil {
-		return err
+	groups := map[int64][]templates.ChainGroup{}
+	for _, u := range users {
+		g, err := c.chainLinks(ctx, tenantID, u, byUser[u], chainPerLine)
+		if err != nil {
+			return err
+		}
+		for id, gs := range g {
+			groups[id] = gs
+		}
 	}
 	for i := range items {
 		items[i].Chain = groups[items[i].ID]

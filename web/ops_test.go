@@ -138,6 +138,9 @@ func TestDictionaryRolloutFromConsole(t *testing.T) {
 	if p.TestID("dict-upload-form").Length() != 0 || p.TestID("nav-dictionaries").Length() != 1 {
 		t.Fatal("a team admin is offered the platform-wide upload, or no navigation link")
 	}
+	if how := p.TestID("dict-upload-how").Text(); !strings.Contains(how, "platform admin") || !strings.Contains(how, "perpetuity dict upload") {
+		t.Fatalf("the page does not say how a new version gets here: %q", how)
+	}
 	if p := upload(t, o.admin, "v2.tsv", []byte("x")); p.Status != http.StatusForbidden {
 		t.Fatalf("team admin upload: %d, want 403", p.Status)
 	}
@@ -154,7 +157,7 @@ func TestDictionaryRolloutFromConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := upload(t, root, "v2.tsv", v2); p.Status != http.StatusSeeOther || p.Location() != "/console/dictionaries?done=upload" {
+	if p := upload(t, root, "v2.tsv", v2); p.Status != http.StatusSeeOther || p.Location() != "/console/dictionaries" {
 		t.Fatalf("upload: %d to %q %s", p.Status, p.Location(), p.TestID("form-error").Text())
 	}
 	p = o.admin.Get("/console/dictionaries")
@@ -166,6 +169,9 @@ func TestDictionaryRolloutFromConsole(t *testing.T) {
 	d := o.admin.Do(http.MethodPost, "/console/dictionaries/2/derive", nil,
 		http.Header{"HX-Request": {"true"}, "X-CSRF-Token": {o.admin.CSRF}})
 	cell := d.TestID("rollout")
+	if strings.Contains(d.Body, "console@") || strings.Contains(cell.Text(), " by ") {
+		t.Fatalf("the progress names its worker: %s", cell.Text())
+	}
 	switch st := cell.AttrOr("data-state", ""); st {
 	case "deriving":
 		if cell.AttrOr("hx-get", "") != "/console/dictionaries/2/progress" || cell.AttrOr("hx-trigger", "") != "every 1s" ||
@@ -195,26 +201,51 @@ func TestDictionaryRolloutFromConsole(t *testing.T) {
 		t.Fatal("a derivation flipped the team")
 	}
 
-	if p := o.admin.Post("/console/dictionaries/2/flip", nil); p.Status != http.StatusSeeOther || p.Location() != "/console/dictionaries?done=flip" {
+	// The Flip button leads to a page saying what a flip does; a POST
+	// without that page's confirmation is sent there and changes nothing.
+	confirm := o.admin.Get(o.admin.Get("/console/dictionaries").TestID("rollout-flip").AttrOr("href", ""))
+	if confirm.Status != http.StatusOK || !strings.Contains(confirm.TestID("confirm-effects").Text(), "flip back to it at once") {
+		t.Fatalf("flip confirmation: %d %q", confirm.Status, confirm.TestID("confirm-effects").Text())
+	}
+	if p := o.admin.Post("/console/dictionaries/2/flip", nil); p.Status != http.StatusSeeOther ||
+		p.Location() != "/console/dictionaries/2/flip" || o.active(t) != 1 {
+		t.Fatalf("unconfirmed flip: %d to %q, v%d serves", p.Status, p.Location(), o.active(t))
+	}
+	yes := url.Values{"confirm": {"yes"}}
+	if p := o.admin.Post("/console/dictionaries/2/flip", yes); p.Status != http.StatusSeeOther || p.Location() != "/console/dictionaries" {
 		t.Fatalf("flip: %d to %q", p.Status, p.Location())
 	}
 	if a, err := o.eng.ArenaSnapshot(ctx, o.tenantID); err != nil || o.active(t) != 2 || a.DictVersion != 2 || a.Count != 12 {
 		t.Fatalf("after the flip: v%d active, arena %+v %v", o.active(t), a.DictVersion, err)
 	}
-	p = o.admin.Get("/console/dictionaries?done=flip")
+	// The notice shows on the page the flip led to, and only there.
+	p = o.admin.Get("/console/dictionaries")
 	if rolloutState(p, 2) != "serving" || rolloutState(p, 1) != "ready" || p.TestID("notice").Length() != 1 {
-		t.Fatalf("after the flip: v1 %q, v2 %q", rolloutState(p, 1), rolloutState(p, 2))
+		t.Fatalf("after the flip: v1 %q, v2 %q, %d notices", rolloutState(p, 1), rolloutState(p, 2), p.TestID("notice").Length())
 	}
-	if p := o.admin.Post("/console/dictionaries/2/retire", nil); p.Status != http.StatusConflict {
+	if p := o.admin.Get("/console/dictionaries"); p.TestID("notice").Length() != 0 {
+		t.Fatalf("the flip's notice is shown again on a reload: %q", p.TestID("notice").Text())
+	}
+	if p := o.admin.Post("/console/dictionaries/2/retire", yes); p.Status != http.StatusConflict {
 		t.Fatalf("retire the serving version: %d", p.Status)
 	}
-	if p := o.admin.Post("/console/dictionaries/1/flip", nil); p.Status != http.StatusSeeOther || o.active(t) != 1 {
+	if p := o.admin.Get("/console/dictionaries/2/retire"); p.Status != http.StatusConflict {
+		t.Fatalf("confirm retiring the serving version: %d", p.Status)
+	}
+	if p := o.admin.Post("/console/dictionaries/1/flip", yes); p.Status != http.StatusSeeOther || o.active(t) != 1 {
 		t.Fatalf("flip back: %d, v%d", p.Status, o.active(t))
 	}
-	if p := o.admin.Post("/console/dictionaries/2/retire", nil); p.Status != http.StatusSeeOther {
+	retire := o.admin.Get("/console/dictionaries/2/retire")
+	if !strings.Contains(retire.TestID("confirm-effects").Text(), "Retire v2: you can no longer flip back to it instantly") {
+		t.Fatalf("retire confirmation: %d %q", retire.Status, retire.TestID("confirm-effects").Text())
+	}
+	if p := o.admin.Post("/console/dictionaries/2/retire", nil); p.Status != http.StatusSeeOther || rolloutState(o.admin.Get("/console/dictionaries"), 2) != "ready" {
+		t.Fatalf("unconfirmed retire: %d", p.Status)
+	}
+	if p := o.admin.Post("/console/dictionaries/2/retire", yes); p.Status != http.StatusSeeOther {
 		t.Fatalf("retire: %d", p.Status)
 	}
-	if p := o.admin.Post("/console/dictionaries/2/flip", nil); p.Status != http.StatusConflict || p.TestID("form-error").Length() != 1 {
+	if p := o.admin.Post("/console/dictionaries/2/flip", yes); p.Status != http.StatusConflict || p.TestID("form-error").Length() != 1 {
 		t.Fatalf("flip to a retired version: %d", p.Status)
 	}
 	acts := auditActions(t, srv, o.tenantID)
@@ -257,8 +288,11 @@ func TestIntegrityFromConsole(t *testing.T) {
 		}
 	}
 	r := run()
-	if v := strings.TrimSpace(r.TestID("integrity-verdict").Text()); v != "OK" {
+	if v := strings.TrimSpace(r.TestID("integrity-verdict").Text()); v != "All 7 checks passed" {
 		t.Fatalf("clean team: verdict %q", v)
+	}
+	if n := r.TestID("check-row").Length(); n != 7 || r.Doc.Find(`[data-testid="check-row"][data-outcome="fail"], [data-testid="check-row"][data-outcome="skipped"]`).Length() != 0 {
+		t.Fatalf("clean team: %d check lines, not all pass:\n%s", n, r.TestID("checks-table").Text())
 	}
 	if strings.Contains(r.Body, "arena not compared") {
 		t.Fatal("the console check did not compare the serving arena")
@@ -270,6 +304,11 @@ func TestIntegrityFromConsole(t *testing.T) {
 	if r.TestID("violation-row").Length() != 1 || r.TestID("violation-invariant").Text() != "stats.corpus" ||
 		!strings.Contains(r.Body, "recount_length") {
 		t.Fatalf("broken count: %s", r.TestID("integrity-report").Text())
+	}
+	failed := r.Doc.Find(`[data-testid="check-row"][data-outcome="fail"]`)
+	if failed.Length() != 1 || failed.Find(`[data-testid="check-name"]`).Text() != "Scoring counts" ||
+		failed.Find(`[data-testid="check-violations"]`).Text() != "1" || !strings.Contains(r.TestID("integrity-verdict").Text(), "1 of 7 checks failed") {
+		t.Fatalf("broken count's check line: %s", r.TestID("checks-table").Text())
 	}
 	list := o.admin.Get("/console/integrity")
 	if list.TestID("integrity-row").Length() != 2 {
@@ -332,7 +371,7 @@ func TestPurgeFromConsole(t *testing.T) {
 	}
 	o.admin.Get("/console/users/" + itoa(alice))
 	p := o.admin.Post(path, url.Values{"confirm": {"alice"}})
-	if p.Status != http.StatusSeeOther || p.Location() != "/console/users/"+itoa(alice)+"?done=purge" {
+	if p.Status != http.StatusSeeOther || p.Location() != "/console/users/"+itoa(alice) {
 		t.Fatalf("purge: %d to %q", p.Status, p.Location())
 	}
 	if n := o.admin.Get(p.Location()).TestID("notice").Text(); !strings.Contains(n, "purged") {

@@ -265,8 +265,12 @@ func TestMemoryBrowserShowsHeat(t *testing.T) {
 		if s.Find(`[data-testid="heat-curve"]`).Length() != 1 {
 			t.Error("item without heat curve")
 		}
-		if s.Find(`[data-testid="item-terms"]`).Text() == "" || s.Find(`[data-testid="item-conversation"]`).Text() != "deploys" {
-			t.Error("item lacks terms or conversation")
+		if s.Find(`[data-testid="item-conversation"]`).Text() != "deploys" {
+			t.Error("item lacks its conversation")
+		}
+		// The searched word is marked; why it matched is in words, folded.
+		if s.Find("mark").First().Text() != "Zephyr" || !strings.Contains(s.Find(`[data-testid="item-why"]`).Text(), "It contains “zephyr”") {
+			t.Errorf("no marked word or no reason: %q", s.Find(`[data-testid="item-why"]`).Text())
 		}
 	})
 	wantHot := 0.8 * math.Exp(-500.0/1000)
@@ -354,7 +358,8 @@ func TestMemoryBrowserUsesTheEngine(t *testing.T) {
 	srv := webtest.Start(t, webtest.Options{Memory: fake})
 	tm := signUpTeam(t, srv, "Engine")
 	p := tm.admin.Get("/console/memory?q=engine")
-	if p.TestID("item").AttrOr("data-item-id", "") != "41" || p.TestID("item-terms").Text() != "engine · hi" {
+	if p.TestID("item").AttrOr("data-item-id", "") != "41" || p.TestID("item-terms").Length() != 0 ||
+		!strings.Contains(p.TestID("item-why").Text(), "It contains “engine”") {
 		t.Fatalf("engine results not shown:\n%s", p.TestID("memory-results").Text())
 	}
 }

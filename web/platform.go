@@ -79,5 +79,5 @@ func (c *Console) enterTenant(ec echo.Context) error {
 		return c.internal(ec, err)
 	}
 	c.recordOrLog(ctx, auditEntry{TenantID: id, ActorID: s.AccountID, ActorEmail: s.Email, Action: "platform.enter", Target: name, Address: clientAddress(ec)})
-	return ec.Redirect(http.StatusSeeOther, "/console?done=entered")
+	return c.redirectNotice(ec, "/console", "entered")
 }

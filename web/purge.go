@@ -35,5 +35,5 @@ func (c *Console) purgeUser(ec echo.Context, s *session) error {
 	if _, err := c.db.PurgeUser(ctx, s.TenantID, id, storeActor(ec, s)); err != nil {
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/users/"+strconv.FormatInt(id, 10)+"?done=purge")
+	return c.redirectNotice(ec, "/console/users/"+strconv.FormatInt(id, 10), "purge")
 }

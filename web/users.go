@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/templates"
 )
@@ -121,13 +122,31 @@ func (c *Console) user(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	d := templates.UserDetail{User: us[0], Keys: keys, Bindings: bindings}
+	heat, err := c.userHeat(ctx, s.TenantID, id)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	d := templates.UserDetail{User: us[0], Keys: keys, Bindings: bindings, Heat: heat}
 	for _, cv := range convs {
 		d.Conversations = append(d.Conversations, templates.ConversationRow{
 			ID: cv.ID, Title: cv.Title, Items: cv.Items, Started: exact(cv.Started), Last: agoPtr(cv.Last, now),
 		})
 	}
 	return c.render(ec, http.StatusOK, templates.UserPage(c.page(ec, s, us[0].Name, "users"), d))
+}
+
+// userHeat counts the user's items by heat now, by the engine's law.
+func (c *Console) userHeat(ctx context.Context, tenantID, userID int64) (templates.HeatOverview, error) {
+	sc := heatScale()
+	o := templates.HeatOverview{Scale: sc, Bins: templates.NewHeatBins(sc)}
+	err := c.db.UserHeat(ctx, tenantID, userID, func(clock int64, r store.HeatRow) {
+		h := 0.0 // never activated: cold
+		if r.TLast != nil && r.Peak != nil {
+			h = memory.Heat(memory.Activation{TLast: *r.TLast, Peak: *r.Peak}, clock, r.Tau)
+		}
+		o.Add(h)
+	})
+	return o, err
 }
 
 const conversationMetaSQL = `
