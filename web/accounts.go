@@ -274,7 +274,7 @@ func (c *Console) setRole(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/accounts?done=role")
+	return c.redirectNotice(ec, "/console/accounts", "role")
 }
 
 // disable blocks the account and ends every session it has, at once.
@@ -296,7 +296,7 @@ func (c *Console) disable(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/accounts?done=disable")
+	return c.redirectNotice(ec, "/console/accounts", "disable")
 }
 
 func (c *Console) enable(ec echo.Context, s *session) error {
@@ -311,5 +311,5 @@ func (c *Console) enable(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/accounts?done=enable")
+	return c.redirectNotice(ec, "/console/accounts", "enable")
 }

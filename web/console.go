@@ -304,7 +304,6 @@ func (c *Console) redirectNotice(ec echo.Context, path, key string) error {
 
 // takeNotice is the notice a redirect asked for, consumed: a full page
 // shows it and clears the cookie. Fragments (htmx) leave it for the page.
-// Handlers not yet on redirectNotice still pass ?done=.
 func (c *Console) takeNotice(ec echo.Context) string {
 	if isHTMX(ec) {
 		return ""
@@ -316,7 +315,7 @@ func (c *Console) takeNotice(ec echo.Context) string {
 			return n
 		}
 	}
-	return notice(ec.QueryParam("done"))
+	return ""
 }
 
 // notice is the confirmation a redirect may ask for; only these fixed

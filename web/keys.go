@@ -260,5 +260,5 @@ func (c *Console) revokeKey(ec echo.Context, s *session) error {
 	if isHTMX(ec) {
 		return c.render(ec, http.StatusOK, templates.KeyRowFragment(c.page(ec, s, "", ""), rows[0]))
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/keys?done=revoke")
+	return c.redirectNotice(ec, "/console/keys", "revoke")
 }

@@ -143,7 +143,7 @@ func (c *Console) unlock(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console/accounts?done=unlock")
+	return c.redirectNotice(ec, "/console/accounts", "unlock")
 }
 
 func (c *Console) resetForm(ec echo.Context) error {
@@ -204,5 +204,5 @@ func (c *Console) resetPassword(ec echo.Context) error {
 	if r.TenantID == 0 {
 		return ec.Redirect(http.StatusSeeOther, "/platform/tenants")
 	}
-	return ec.Redirect(http.StatusSeeOther, "/console?done=reset")
+	return c.redirectNotice(ec, "/console", "reset")
 }
