@@ -111,7 +111,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	chs := e.chainOf(q.TenantID, q.UserID, hits, e.opt.Context.ChainHits, e.opt.Context.ChainPer)
 	cands := e.candidates(q, hits, nbs, chs, in)
 	render := time.Now()
-	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), budget)
+	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), in.Labels, budget)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -415,7 +415,7 @@ const fetchLimit = 400
 // priority order by their stored token counts until the budget is spent;
 // pass two renders the text and, while the rendered tokens exceed the
 // budget, drops the lowest-priority non-mandatory item.
-func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[int64]int, budget int) (Frame, map[int64]bool, error) {
+func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[int64]int, labels store.Labels, budget int) (Frame, map[int64]bool, error) {
 	all := len(cands)
 	if len(cands) > fetchLimit {
 		cands = cands[:fetchLimit]
@@ -425,13 +425,9 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 	for i, c := range cands {
 		ids[i] = c.id
 	}
-	rows, err := e.store.RenderItems(ctx, q.TenantID, ids)
+	byID, err := e.frameItems(ctx, q.TenantID, ids, labels)
 	if err != nil {
 		return Frame{}, nil, err
-	}
-	byID := make(map[int64]store.RenderItem, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = r
 	}
 	// Counting is most of a frame's CPU; labels repeat and a re-render changes
 	// only the turns around what was dropped, so each distinct text is

@@ -60,6 +60,8 @@ type Captured struct {
 	Seq       int64
 	Clock     int64 // the user's clock after the advance (the items' birth clock)
 	ItemIDs   []int64
+	// Items are the stored items as a frame renders them (ItemIDs' order).
+	Items []ItemText
 }
 
 const (
@@ -84,7 +86,7 @@ const (
 		FROM unnest($8::int[], $9::text[], $10::jsonb[], $11::int[], $12::float8[], $13::real[])
 		     AS p(part, body, tokens, token_count, tau, novelty)
 		ORDER BY p.part
-		RETURNING id`
+		RETURNING id, part, born_at`
 	insertRetrievalRowSQL = `INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length, dense)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	bumpTermStatsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
@@ -174,9 +176,19 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		}
 		return nil
 	})
+	// born_at comes back as stored (to the microsecond), as a frame reads it.
+	var bornAt time.Time
 	b.Queue(insertItemsSQL, c.TenantID, out.MessageID, c.UserID, c.ConversationID, c.Role, c.Speaker,
-		c.CreatedAt, parts, bodies, toks, tcs, taus, novs).Query(func(rows pgx.Rows) (err error) {
-		if out.ItemIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		c.CreatedAt, parts, bodies, toks, tcs, taus, novs).Query(func(rows pgx.Rows) error {
+		var id int64
+		var part int32
+		if _, err := pgx.ForEachRow(rows, []any{&id, &part, &bornAt}, func() error {
+			if int(part) != len(out.ItemIDs) {
+				return fmt.Errorf("item of part %d returned in place %d", part, len(out.ItemIDs))
+			}
+			out.ItemIDs = append(out.ItemIDs, id)
+			return nil
+		}); err != nil {
 			return fmt.Errorf("insert items: %w", err)
 		}
 		return nil
@@ -213,6 +225,11 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, fmt.Errorf("store retrieval rows and activation: %w", err)
+	}
+	out.Items = make([]ItemText, len(out.ItemIDs))
+	for i, id := range out.ItemIDs {
+		out.Items[i] = ItemText{ID: id, MessageID: out.MessageID, UserID: c.UserID, ConvID: c.ConversationID, Role: c.Role,
+			Speaker: c.Speaker, Part: i, Body: c.Items[i].Body, TokenCount: c.Items[i].TokenCount, BornAt: bornAt, Interrupted: c.Interrupted}
 	}
 	return out, nil
 }

@@ -198,6 +198,8 @@ type FrameInputs struct {
 	InRanges []int64
 	// Tokens are the stored token counts of every item above.
 	Tokens map[int64]int
+	// Labels are the viewer's current labels, for rendering its items.
+	Labels Labels
 }
 
 // FrameRead is what a frame asks of the store before it renders.
@@ -210,8 +212,8 @@ type FrameRead struct {
 
 // ReadFrameInputs reads, in one round trip: the viewer's clock, the
 // activations recent enough to be warm (t_last within Horizon of the
-// clock), the latest items of the current conversation and the viewer's items
-// born in the dated ranges.
+// clock), the latest items of the current conversation, the viewer's items
+// born in the dated ranges and the viewer's labels.
 func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) (FrameInputs, error) {
 	in := FrameInputs{Tokens: map[int64]int{}}
 	collect := func(dst *[]int64) func(rows pgx.Rows) error {
@@ -251,6 +253,7 @@ func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) 
 				return err
 			})
 		}
+		queueViewerLabels(b, tenantID, r.ViewerID, &in.Labels)
 	})
 	if err != nil {
 		return FrameInputs{}, fmt.Errorf("frame inputs: %w", err)
