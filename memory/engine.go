@@ -38,6 +38,7 @@ type Store interface {
 	CatchUpStore
 	Capture(ctx context.Context, c store.Capture) (store.Captured, error)
 	ReadFrameInputs(ctx context.Context, tenantID int64, r store.FrameRead) (store.FrameInputs, error)
+	ReadFrame(ctx context.Context, tenantID, watermark int64, dictVersion int, r store.FrameRead, caughtUp func(store.CatchUp)) (store.FrameInputs, error)
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
 	ReadItemTexts(ctx context.Context, tenantID int64, ids []int64, keys []store.LabelKey, known store.Labels) (store.ItemTexts, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error

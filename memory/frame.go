@@ -29,31 +29,13 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		// to recall, and the question stands alone.
 		return e.render(q, nil, nil, false, e.an.Count), nil
 	}
-	r, err := e.res.current(ctx, q.TenantID)
+	viewer := viewerKey{q.TenantID, q.UserID}
+	rctx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead() // an early return also stops the read
+	r, inputs, err := e.readFrame(rctx, q)
 	if err != nil {
 		return Frame{}, err
 	}
-	// What the frame reads besides retrieval does not depend on it: the
-	// read runs while the arena is scanned (after the viewer's deferred
-	// reheats landed, so it sees them).
-	viewer := viewerKey{q.TenantID, q.UserID}
-	inputs := make(chan frameInputs, 1) // buffered: an early return leaks nothing
-	rctx, cancelRead := context.WithCancel(ctx)
-	defer cancelRead() // an early return also stops the read
-	go func() {
-		ctx := rctx
-		if err := e.pending.wait(ctx, viewer); err != nil {
-			inputs <- frameInputs{err: err}
-			return
-		}
-		fr := store.FrameRead{ViewerID: q.UserID, ConvID: q.ConversationID,
-			Horizon: horizon(e.opt.BaseTau * maxTauFactor), Recent: e.opt.Recent}
-		if e.opt.DatedRank > 0 {
-			fr.Dated = DateRanges(queryText(q.Live))
-		}
-		in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
-		inputs <- frameInputs{in, err}
-	}()
 	d, err := e.dictionary(ctx, r.dict)
 	if err != nil {
 		return Frame{}, err

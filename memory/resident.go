@@ -135,6 +135,49 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 	}
 }
 
+// position is where the tenant's loaded arena stands; false when none is
+// loaded yet.
+func (rs *residents) position(tenantID int64) (watermark int64, dictVersion int, ok bool) {
+	r := rs.get(tenantID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watermark, r.dict, r.dict != 0 && r.watermark != 0
+}
+
+// advance applies a catch-up read without the arena's lock (a frame's
+// read, store.ReadFrame) from a position position returned. Other catch-ups
+// may have moved the arena on meanwhile: only what lies past it is applied
+// (the read holds everything up to its head). False when the arena or the
+// read is on another version than dictVersion: a flip, for current.
+func (rs *residents) advance(tenantID int64, dictVersion int, cu store.CatchUp, start time.Time) (view, bool) {
+	r := rs.get(tenantID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dict != dictVersion || cu.Head.DictVersion != dictVersion {
+		return view{}, false
+	}
+	if cu.Head.Seq > r.watermark {
+		rs.apply(tenantID, r.arena, after(cu, r.watermark), r.space)
+		r.watermark = cu.Head.Seq
+		rs.observe("catchup", time.Since(start))
+	}
+	return r.view(), true
+}
+
+// after is the part of a catch-up past seq.
+func after(cu store.CatchUp, seq int64) store.CatchUp {
+	i := 0
+	for i < len(cu.Items) && cu.Items[i].Seq <= seq {
+		i++
+	}
+	j := 0
+	for j < len(cu.Events) && cu.Events[j].Seq <= seq {
+		j++
+	}
+	cu.Items, cu.Events = cu.Items[i:], cu.Events[j:]
+	return cu
+}
+
 // locked catches the tenant up and runs fn while no other catch-up can
 // change the arena, for readers that need it to stand still (integrity).
 func (rs *residents) locked(ctx context.Context, tenantID int64, fn func(v view)) error {
