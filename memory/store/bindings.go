@@ -15,8 +15,9 @@ import (
 // transaction that makes the change. Creation binds a user's name and a
 // conversation's title in the creating transaction, capture binds a new
 // speaker and the harness's identity hints in the capture transaction, so
-// a crash can lose no binding of anything stored. Frames resolve labels
-// through the latest row of their subject when rendered (renderSQL).
+// a crash can lose no binding of anything stored. Labels resolve through
+// the latest row of their subject when rendered (renderSQL; a frame reads
+// them with its other inputs, itemtext.go).
 
 // Binding kinds, as the table's check names them.
 const (

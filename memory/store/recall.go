@@ -306,7 +306,9 @@ func (in *FrameInputs) settle() {
 	}
 }
 
-// RenderItems reads the items to render, with labels resolved now.
+// RenderItems reads the items to render, with labels resolved now (the
+// memory tools, the console; frames read through ReadItemTexts what they
+// do not keep).
 func (db *DB) RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]RenderItem, error) {
 	var out []RenderItem
 	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
