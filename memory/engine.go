@@ -38,7 +38,9 @@ type Store interface {
 	CatchUpStore
 	Capture(ctx context.Context, c store.Capture) (store.Captured, error)
 	ReadFrameInputs(ctx context.Context, tenantID int64, r store.FrameRead) (store.FrameInputs, error)
+	ReadFrame(ctx context.Context, tenantID, watermark int64, dictVersion int, r store.FrameRead, caughtUp func(store.CatchUp)) (store.FrameInputs, error)
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
+	ReadItemTexts(ctx context.Context, tenantID int64, ids []int64, keys []store.LabelKey, known store.Labels) (store.ItemTexts, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
 	ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error)
 	ChainLinks(ctx context.Context, tenantID, userID, itemID int64, limit int) ([]store.ChainLink, error)
@@ -88,6 +90,9 @@ type Options struct {
 	// Chain is the chain graph (nil: none): captures kick its writer, and a
 	// frame brings a strong match's chain neighbours along (chain.go).
 	Chain ChainGraph
+	// ItemCache bounds, in bytes, what the process keeps of the items its
+	// frames render (itemcache.go; 0: 64 MiB; < 0: nothing).
+	ItemCache int
 }
 
 // Context brings the turns around a match into the frame: the neighbours of
@@ -198,6 +203,9 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	if opt.ScanWait <= 0 {
 		opt.ScanWait = 10 * time.Second
 	}
+	if opt.ItemCache == 0 {
+		opt.ItemCache = 64 << 20
+	}
 	vs, _ := st.(versionStore)
 	vecs := newVectorCache()
 	if dt, ok := dict.(DictTerms); ok && dt.V == nil {
@@ -207,7 +215,7 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 			dict = dt
 		}
 	}
-	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}, vecs),
+	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}, vecs, newItemCache(opt.ItemCache)),
 		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors),
 		gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait)}
 }
@@ -270,9 +278,17 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 			Tau: e.opt.BaseTau, Novelty: 0,
 		})
 	}
+	// Taken before the capture: a purge applied while it runs may have
+	// removed what it stored.
+	epoch := e.res.texts.epoch(m.TenantID)
 	got, err := e.captureAllVersions(ctx, c)
-	if err == nil && !got.Duplicate && e.opt.Chain != nil {
-		e.opt.Chain.Kick(m.TenantID)
+	if err == nil && !got.Duplicate {
+		// The live question and the conversation's latest turns are in
+		// most of the frames that follow.
+		e.res.texts.put(m.TenantID, epoch, got.Items)
+		if e.opt.Chain != nil {
+			e.opt.Chain.Kick(m.TenantID)
+		}
 	}
 	return got, err
 }

@@ -18,6 +18,28 @@ type expansion struct {
 	beta  float32 // weight of the strongest added word (question words weigh 1)
 }
 
+// feedbackScan is the scan with feedback: the question's words vote through
+// its best x.docs matches, the winners join it, and the scan that ranks is
+// the expanded one. The first pass asks only for the voters: an exact
+// search's top few are the same whatever K, and a small K proves its top
+// cheaper than the full K. Without any winner the question's own full
+// ranking is what ranks (the first pass's, when it found fewer than it
+// asked for: then it holds every match).
+func (e *Engine) feedbackScan(a *arena.Arena, q arena.Query) []arena.Hit {
+	x := e.opt.Expansion
+	first := q
+	// expand wants two matches at least, whatever the voters.
+	if voters := max(x.docs, 2); voters < q.K {
+		first.K = voters
+	}
+	hits := a.Search(first)
+	q.Terms, q.Weights = x.expand(a, q.Terms, hits)
+	if q.Weights == nil && (first.K == q.K || len(hits) < first.K) {
+		return hits
+	}
+	return a.Search(q)
+}
+
 func (x expansion) expand(a *arena.Arena, terms []uint32, hits []arena.Hit) ([]uint32, []float32) {
 	if len(hits) < 2 || x.terms == 0 {
 		return terms, nil

@@ -29,31 +29,13 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		// to recall, and the question stands alone.
 		return e.render(q, nil, nil, false, e.an.Count), nil
 	}
-	r, err := e.res.current(ctx, q.TenantID)
+	viewer := viewerKey{q.TenantID, q.UserID}
+	rctx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead() // an early return also stops the read
+	r, inputs, err := e.readFrame(rctx, q)
 	if err != nil {
 		return Frame{}, err
 	}
-	// What the frame reads besides retrieval does not depend on it: the
-	// read runs while the arena is scanned (after the viewer's deferred
-	// reheats landed, so it sees them).
-	viewer := viewerKey{q.TenantID, q.UserID}
-	inputs := make(chan frameInputs, 1) // buffered: an early return leaks nothing
-	rctx, cancelRead := context.WithCancel(ctx)
-	defer cancelRead() // an early return also stops the read
-	go func() {
-		ctx := rctx
-		if err := e.pending.wait(ctx, viewer); err != nil {
-			inputs <- frameInputs{err: err}
-			return
-		}
-		fr := store.FrameRead{ViewerID: q.UserID, ConvID: q.ConversationID,
-			Horizon: horizon(e.opt.BaseTau * maxTauFactor), Recent: e.opt.Recent}
-		if e.opt.DatedRank > 0 {
-			fr.Dated = DateRanges(queryText(q.Live))
-		}
-		in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
-		inputs <- frameInputs{in, err}
-	}()
 	d, err := e.dictionary(ctx, r.dict)
 	if err != nil {
 		return Frame{}, err
@@ -73,15 +55,13 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		}
 		aq.Workers = workers
 		scan := time.Now()
-		hits = r.arena.Search(aq)
 		// Under a hybrid scan the words of the top turns add nothing the
 		// dense side has not found (development set: all-evidence 0.845
 		// without, 0.846 with) and a second scan costs as much as the first.
 		if e.opt.Expansion.terms > 0 && aq.Dense == nil {
-			aq.Terms, aq.Weights = e.opt.Expansion.expand(r.arena, terms, hits)
-			if aq.Weights != nil {
-				hits = r.arena.Search(aq)
-			}
+			hits = e.feedbackScan(r.arena, aq)
+		} else {
+			hits = r.arena.Search(aq)
 		}
 		release()
 		e.observer().Duration("scan", time.Since(scan))
@@ -111,7 +91,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	chs := e.chainOf(q.TenantID, q.UserID, hits, e.opt.Context.ChainHits, e.opt.Context.ChainPer)
 	cands := e.candidates(q, hits, nbs, chs, in)
 	render := time.Now()
-	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), budget)
+	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), in.Labels, budget)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -415,7 +395,7 @@ const fetchLimit = 400
 // priority order by their stored token counts until the budget is spent;
 // pass two renders the text and, while the rendered tokens exceed the
 // budget, drops the lowest-priority non-mandatory item.
-func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[int64]int, budget int) (Frame, map[int64]bool, error) {
+func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[int64]int, labels store.Labels, budget int) (Frame, map[int64]bool, error) {
 	all := len(cands)
 	if len(cands) > fetchLimit {
 		cands = cands[:fetchLimit]
@@ -425,13 +405,9 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 	for i, c := range cands {
 		ids[i] = c.id
 	}
-	rows, err := e.store.RenderItems(ctx, q.TenantID, ids)
+	byID, err := e.frameItems(ctx, q.TenantID, ids, labels)
 	if err != nil {
 		return Frame{}, nil, err
-	}
-	byID := make(map[int64]store.RenderItem, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = r
 	}
 	// Counting is most of a frame's CPU; labels repeat and a re-render changes
 	// only the turns around what was dropped, so each distinct text is

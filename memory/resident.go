@@ -22,10 +22,13 @@ type residents struct {
 	st   CatchUpStore
 	opts arena.Options
 	vecs *vectorCache
-	mu   sync.Mutex
-	by   map[int64]*resident
-	warm atomic.Bool // every tenant known at start is loaded
-	obs  Observer    // set before serving; nil means none
+	// texts is what frames render of the arenas' items; the catch-ups that
+	// apply purges to the arenas apply them here too.
+	texts *itemCache
+	mu    sync.Mutex
+	by    map[int64]*resident
+	warm  atomic.Bool // every tenant known at start is loaded
+	obs   Observer    // set before serving; nil means none
 }
 
 // resident is one tenant's arena and how far it has read the tenant's log.
@@ -39,8 +42,8 @@ type resident struct {
 	space *dict.Space
 }
 
-func newResidents(st CatchUpStore, opts arena.Options, vecs *vectorCache) *residents {
-	return &residents{st: st, opts: opts, vecs: vecs, by: map[int64]*resident{}}
+func newResidents(st CatchUpStore, opts arena.Options, vecs *vectorCache, texts *itemCache) *residents {
+	return &residents{st: st, opts: opts, vecs: vecs, texts: texts, by: map[int64]*resident{}}
 }
 
 func (rs *residents) get(tenantID int64) *resident {
@@ -83,7 +86,7 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 		}
 		if cu.Head.DictVersion == r.dict {
 			if cu.Head.Seq != r.watermark {
-				apply(r.arena, cu, r.space)
+				rs.apply(tenantID, r.arena, cu, r.space)
 				r.watermark = cu.Head.Seq
 				rs.observe("catchup", time.Since(start))
 			}
@@ -126,10 +129,53 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 			}
 			target = arena.New(opts)
 		}
-		apply(target, cu, space)
+		rs.apply(tenantID, target, cu, space)
 		r.arena, r.watermark, r.dict, r.space = target, cu.Head.Seq, head.DictVersion, space
 		return r.view(), nil
 	}
+}
+
+// position is where the tenant's loaded arena stands; false when none is
+// loaded yet.
+func (rs *residents) position(tenantID int64) (watermark int64, dictVersion int, ok bool) {
+	r := rs.get(tenantID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watermark, r.dict, r.dict != 0 && r.watermark != 0
+}
+
+// advance applies a catch-up read without the arena's lock (a frame's
+// read, store.ReadFrame) from a position position returned. Other catch-ups
+// may have moved the arena on meanwhile: only what lies past it is applied
+// (the read holds everything up to its head). False when the arena or the
+// read is on another version than dictVersion: a flip, for current.
+func (rs *residents) advance(tenantID int64, dictVersion int, cu store.CatchUp, start time.Time) (view, bool) {
+	r := rs.get(tenantID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dict != dictVersion || cu.Head.DictVersion != dictVersion {
+		return view{}, false
+	}
+	if cu.Head.Seq > r.watermark {
+		rs.apply(tenantID, r.arena, after(cu, r.watermark), r.space)
+		r.watermark = cu.Head.Seq
+		rs.observe("catchup", time.Since(start))
+	}
+	return r.view(), true
+}
+
+// after is the part of a catch-up past seq.
+func after(cu store.CatchUp, seq int64) store.CatchUp {
+	i := 0
+	for i < len(cu.Items) && cu.Items[i].Seq <= seq {
+		i++
+	}
+	j := 0
+	for j < len(cu.Events) && cu.Events[j].Seq <= seq {
+		j++
+	}
+	cu.Items, cu.Events = cu.Items[i:], cu.Events[j:]
+	return cu
 }
 
 // locked catches the tenant up and runs fn while no other catch-up can
@@ -156,8 +202,9 @@ func (r *resident) view() view {
 }
 
 // apply merges new items and log events in log order: a purge removes what
-// its user had before it, never what they stored after.
-func apply(a *arena.Arena, cu store.CatchUp, sp *dict.Space) {
+// its user had before it, never what they stored after, from the arena and
+// from the cached item texts.
+func (rs *residents) apply(tenantID int64, a *arena.Arena, cu store.CatchUp, sp *dict.Space) {
 	items := cu.Items
 	flush := func(upTo int64) {
 		n := 0
@@ -178,6 +225,7 @@ func apply(a *arena.Arena, cu store.CatchUp, sp *dict.Space) {
 		flush(ev.Seq)
 		if ev.Kind == "purge" && ev.UserID != nil {
 			a.RemoveUser(*ev.UserID)
+			rs.texts.purge(tenantID, *ev.UserID)
 		}
 	}
 	flush(cu.Head.Seq + 1)

@@ -15,8 +15,9 @@ import (
 // transaction that makes the change. Creation binds a user's name and a
 // conversation's title in the creating transaction, capture binds a new
 // speaker and the harness's identity hints in the capture transaction, so
-// a crash can lose no binding of anything stored. Frames resolve labels
-// through the latest row of their subject when rendered (renderSQL).
+// a crash can lose no binding of anything stored. Labels resolve through
+// the latest row of their subject when rendered (renderSQL; a frame reads
+// them with its other inputs, itemtext.go).
 
 // Binding kinds, as the table's check names them.
 const (
@@ -50,17 +51,18 @@ const (
 	bindUserSQL  = `INSERT INTO bindings (tenant_id, kind, user_id, value, source) VALUES ($1, 'user', $2, $3, $4)`
 	bindTitleSQL = `INSERT INTO bindings (tenant_id, kind, user_id, conversation_id, value, source)
 		VALUES ($1, 'title', $2, $3, $4, $5)`
-	// A speaker is bound the first time the user's memory stores it.
+	// A speaker is bound the first time the user's memory stores it; in
+	// the capture's batch, only when it stored the message (capturedSQL).
 	bindSpeakerSQL = `INSERT INTO bindings (tenant_id, kind, user_id, subject, value, source)
 		SELECT $1, 'speaker', $2, $3, $3, 'capture'
-		WHERE NOT EXISTS (SELECT 1 FROM bindings
+		WHERE ` + capturedSQL + ` IS NOT NULL AND NOT EXISTS (SELECT 1 FROM bindings
 			WHERE tenant_id = $1 AND user_id = $2 AND kind = 'speaker' AND subject = $3)`
 	// A hint is bound the first time it is seen with this user and
 	// conversation: the log says when each pairing began, not every request.
 	bindHintsSQL = `INSERT INTO bindings (tenant_id, kind, user_id, conversation_id, subject, value, source)
 		SELECT $1, 'hint', $2, $3, h.subject, h.value, 'capture'
 		FROM unnest($4::text[], $5::text[]) AS h(subject, value)
-		WHERE NOT EXISTS (SELECT 1 FROM bindings b
+		WHERE ` + capturedSQL + ` IS NOT NULL AND NOT EXISTS (SELECT 1 FROM bindings b
 			WHERE b.tenant_id = $1 AND b.user_id = $2 AND b.kind = 'hint' AND b.conversation_id = $3
 				AND b.subject = h.subject AND b.value = h.value)`
 	renameUserSQL    = `UPDATE memory_users SET display_name = $3 WHERE tenant_id = $1 AND id = $2`
@@ -93,7 +95,7 @@ func bindNewConversation(ctx context.Context, tx pgx.Tx, tenantID, userID, convI
 	return nil
 }
 
-// queueCaptureBindings adds to a capture's last batch, before its COMMIT,
+// queueCaptureBindings adds to a capture's batch, before its COMMIT,
 // the speaker's first binding and the hints' first pairing with the user
 // and conversation. Nothing is queued when there is nothing to bind.
 func queueCaptureBindings(b *pgx.Batch, c Capture) {

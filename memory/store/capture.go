@@ -60,41 +60,64 @@ type Captured struct {
 	Seq       int64
 	Clock     int64 // the user's clock after the advance (the items' birth clock)
 	ItemIDs   []int64
+	// Items are the stored items as a frame renders them (ItemIDs' order).
+	Items []ItemText
 }
 
+// capturedSQL is the message this transaction's capture inserted, NULL
+// when the conversation held it already (a retry). A capture is one
+// pipelined batch, so the statements after the message cannot wait for its
+// id: they read it here, and write nothing when it is NULL.
+const capturedSQL = `NULLIF(current_setting('app.captured_message', true), '')::bigint`
+
 const (
-	insertMessageSQL = `INSERT INTO messages
-		(tenant_id, user_id, conversation_id, role, speaker, position, fingerprint, interrupted, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (tenant_id, conversation_id, fingerprint) DO NOTHING
-		RETURNING id`
+	insertMessageSQL = `WITH m AS (INSERT INTO messages
+			(tenant_id, user_id, conversation_id, role, speaker, position, fingerprint, interrupted, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (tenant_id, conversation_id, fingerprint) DO NOTHING
+			RETURNING id)
+		SELECT id, set_config('app.captured_message', id::text, true) FROM m`
 	advanceClockSQL = `UPDATE memory_users SET clock = clock + $3, last_seen_at = now()
-		WHERE tenant_id = $1 AND id = $2 RETURNING clock`
+		WHERE tenant_id = $1 AND id = $2 AND ` + capturedSQL + ` IS NOT NULL RETURNING clock`
 	// Taking the head row lock orders this transaction's commit against every
 	// other capture, purge and flip of the tenant: the watermark is gap-free.
-	bumpHeadSQL = `UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1 RETURNING seq`
+	bumpHeadSQL    = `UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1 RETURNING seq`
+	captureHeadSQL = `UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1 AND ` + capturedSQL + ` IS NOT NULL RETURNING seq`
 	// The items take the clock and head this transaction has just advanced
 	// (and holds locked), read back in the same batch.
 	insertItemsSQL = `INSERT INTO items
 		(tenant_id, message_id, user_id, conversation_id, role, speaker, part, body, tokens, token_count,
 		 born_clock, born_at, tau, novelty, seq)
-		SELECT $1, $2, $3, $4, $5, $6, p.part, p.body, ARRAY(SELECT jsonb_array_elements_text(p.tokens)), p.token_count,
-		       (SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $3), $7, p.tau, p.novelty,
+		SELECT $1, ` + capturedSQL + `, $2, $3, $4, $5, p.part, p.body, ARRAY(SELECT jsonb_array_elements_text(p.tokens)), p.token_count,
+		       (SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2), $6, p.tau, p.novelty,
 		       (SELECT seq FROM tenant_heads WHERE tenant_id = $1)
-		FROM unnest($8::int[], $9::text[], $10::jsonb[], $11::int[], $12::float8[], $13::real[])
+		FROM unnest($7::int[], $8::text[], $9::jsonb[], $10::int[], $11::float8[], $12::real[])
 		     AS p(part, body, tokens, token_count, tau, novelty)
+		WHERE ` + capturedSQL + ` IS NOT NULL
 		ORDER BY p.part
-		RETURNING id`
+		RETURNING id, part, born_at`
+	// The rest find the message's items by their part (its unique key).
 	insertRetrievalRowSQL = `INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length, dense)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`
+		SELECT $1, $2, i.id, $4, $5, $6, $7 FROM items i
+		WHERE i.tenant_id = $1 AND i.message_id = ` + capturedSQL + ` AND i.part = $3`
 	bumpTermStatsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
 		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n) ORDER BY t.term_id
+		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
+	captureTermStatsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
+		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n)
+		WHERE ` + capturedSQL + ` IS NOT NULL ORDER BY t.term_id
 		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
 	bumpCorpusSQL = `INSERT INTO corpus_stats (tenant_id, dict_version, items, total_length) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (tenant_id, dict_version) DO UPDATE
 		SET items = corpus_stats.items + EXCLUDED.items, total_length = corpus_stats.total_length + EXCLUDED.total_length`
+	captureCorpusSQL = `INSERT INTO corpus_stats (tenant_id, dict_version, items, total_length)
+		SELECT $1, $2, $3, $4 WHERE ` + capturedSQL + ` IS NOT NULL
+		ON CONFLICT (tenant_id, dict_version) DO UPDATE
+		SET items = corpus_stats.items + EXCLUDED.items, total_length = corpus_stats.total_length + EXCLUDED.total_length`
+	// Born hot: at the items' birth clock, with their decay and token count.
 	bornHotSQL = `INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak, tau, token_count)
-		SELECT $1, $2, t.id, $4, $5, t.tau, t.tc FROM unnest($3::bigint[], $6::float8[], $7::int[]) AS t(id, tau, tc)`
+		SELECT $1, $2, i.id, i.born_clock, $3, i.tau, i.token_count FROM items i
+		WHERE i.tenant_id = $1 AND i.message_id = ` + capturedSQL + ` ORDER BY i.part`
 )
 
 // BornPeak is the activation every item is born with.
@@ -105,10 +128,14 @@ const BornPeak = 1.0
 // advance. A message whose fingerprint the conversation already holds is a
 // retry: nothing is written and Duplicate is set.
 //
-// Capture sits on every turn's path, so the transaction is sent as three
-// pipelined batches (message; clock, head and items; rows, counts,
-// activation and COMMIT) rather than a round trip per statement: each batch
-// needs ids the previous one returned.
+// Capture sits on every turn's path, so every statement of the
+// transaction goes out as one pipelined batch, one round trip, and COMMIT
+// as a second once they all succeeded: the statements take the ids they
+// need from the ones before them in the database (capturedSQL, the items by
+// part), not from the client. COMMIT stays out of the batch so that only a
+// client that saw every statement succeed commits: a process killed (or a
+// context ended) while its capture waits for a lock leaves nothing, where a
+// queued COMMIT would commit once the lock came free.
 func (db *DB) Capture(ctx context.Context, c Capture) (Captured, error) {
 	if len(c.Items) == 0 {
 		return Captured{}, fmt.Errorf("capture: message has no items")
@@ -138,20 +165,17 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	b.Queue(setTenantSQL, strconv.FormatInt(c.TenantID, 10))
 	b.Queue(insertMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
 		c.Position, c.Fingerprint, c.Interrupted, c.CreatedAt).Query(func(rows pgx.Rows) error {
-		_, err := pgx.ForEachRow(rows, []any{&out.MessageID}, func() error { inserted = true; return nil })
+		var set string
+		_, err := pgx.ForEachRow(rows, []any{&out.MessageID, &set}, func() error { inserted = true; return nil })
 		return err
 	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return out, fmt.Errorf("insert message: %w", err)
-	}
-	if !inserted {
-		if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
-			return out, err
-		}
-		return Captured{Duplicate: true}, nil
-	}
 	if db.afterMessage != nil {
+		// Tests pause here, holding a message id and no head position.
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return out, fmt.Errorf("insert message: %w", err)
+		}
 		db.afterMessage()
+		b = &pgx.Batch{}
 	}
 
 	n := len(c.Items)
@@ -161,36 +185,47 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	for i, it := range c.Items {
 		parts[i], bodies[i], toks[i], tcs[i], taus[i], novs[i] = int32(i), it.Body, it.Tokens, int32(it.TokenCount), it.Tau, it.Novelty
 	}
-	b = &pgx.Batch{}
-	b.Queue(advanceClockSQL, c.TenantID, c.UserID, c.ClockAdvance).QueryRow(func(r pgx.Row) error {
-		if err := r.Scan(&out.Clock); err != nil {
-			return fmt.Errorf("advance clock: %w", notFound(err))
+	// A missing user or head leaves the items' clock or seq NULL, which
+	// fails the transaction in the database too.
+	b.Queue(advanceClockSQL, c.TenantID, c.UserID, c.ClockAdvance).Query(func(rows pgx.Rows) error {
+		clocked := false
+		_, err := pgx.ForEachRow(rows, []any{&out.Clock}, func() error { clocked = true; return nil })
+		if err == nil && inserted && !clocked {
+			err = fmt.Errorf("advance clock: %w", ErrNotFound)
 		}
-		return nil
+		return err
 	})
-	b.Queue(bumpHeadSQL, c.TenantID).QueryRow(func(r pgx.Row) error {
-		if err := r.Scan(&out.Seq); err != nil {
-			return fmt.Errorf("bump tenant head: %w", notFound(err))
+	b.Queue(captureHeadSQL, c.TenantID).Query(func(rows pgx.Rows) error {
+		headed := false
+		_, err := pgx.ForEachRow(rows, []any{&out.Seq}, func() error { headed = true; return nil })
+		if err == nil && inserted && !headed {
+			err = fmt.Errorf("bump tenant head: %w", ErrNotFound)
 		}
-		return nil
+		return err
 	})
-	b.Queue(insertItemsSQL, c.TenantID, out.MessageID, c.UserID, c.ConversationID, c.Role, c.Speaker,
-		c.CreatedAt, parts, bodies, toks, tcs, taus, novs).Query(func(rows pgx.Rows) (err error) {
-		if out.ItemIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+	// born_at comes back as stored (to the microsecond), as a frame reads it.
+	var bornAt time.Time
+	ids := make([]int64, n)
+	b.Queue(insertItemsSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
+		c.CreatedAt, parts, bodies, toks, tcs, taus, novs).Query(func(rows pgx.Rows) error {
+		var id int64
+		var part int32
+		if _, err := pgx.ForEachRow(rows, []any{&id, &part, &bornAt}, func() error {
+			if part < 0 || int(part) >= n {
+				return fmt.Errorf("item of part %d returned for %d parts", part, n)
+			}
+			ids[part] = id
+			return nil
+		}); err != nil {
 			return fmt.Errorf("insert items: %w", err)
 		}
 		return nil
 	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return out, err
-	}
-
-	b = &pgx.Batch{}
 	stats := map[int]map[int32]int32{}
 	lengths := map[int]int64{}
 	for i, it := range c.Items {
 		for _, r := range it.Rows {
-			b.Queue(insertRetrievalRowSQL, c.TenantID, r.DictVersion, out.ItemIDs[i], r.TermIDs, r.Freqs, r.Length, r.Dense)
+			b.Queue(insertRetrievalRowSQL, c.TenantID, r.DictVersion, i, r.TermIDs, r.Freqs, r.Length, r.Dense)
 			if stats[r.DictVersion] == nil {
 				stats[r.DictVersion] = map[int32]int32{}
 			}
@@ -202,17 +237,28 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	}
 	for _, v := range sortedKeys(stats) {
 		terms, counts := sortedCounts(stats[v])
-		b.Queue(bumpTermStatsSQL, c.TenantID, v, terms, counts)
-		b.Queue(bumpCorpusSQL, c.TenantID, v, n, lengths[v])
+		b.Queue(captureTermStatsSQL, c.TenantID, v, terms, counts)
+		b.Queue(captureCorpusSQL, c.TenantID, v, n, lengths[v])
 	}
-	b.Queue(bornHotSQL, c.TenantID, c.UserID, out.ItemIDs, out.Clock, BornPeak, taus, tcs)
+	b.Queue(bornHotSQL, c.TenantID, c.UserID, BornPeak)
 	queueCaptureBindings(b, c)
 	if len(c.Sources) > 0 {
-		b.Queue(insertReplySourcesSQL, c.TenantID, out.MessageID, c.Sources, c.UserID)
+		b.Queue(insertReplySourcesSQL, c.TenantID, c.Sources, c.UserID)
 	}
-	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return out, fmt.Errorf("store retrieval rows and activation: %w", err)
+		return out, err
+	}
+	if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
+		return out, fmt.Errorf("commit: %w", err)
+	}
+	if !inserted {
+		return Captured{Duplicate: true}, nil // nothing was written
+	}
+	out.ItemIDs = ids
+	out.Items = make([]ItemText, len(out.ItemIDs))
+	for i, id := range out.ItemIDs {
+		out.Items[i] = ItemText{ID: id, MessageID: out.MessageID, UserID: c.UserID, ConvID: c.ConversationID, Role: c.Role,
+			Speaker: c.Speaker, Part: i, Body: c.Items[i].Body, TokenCount: c.Items[i].TokenCount, BornAt: bornAt, Interrupted: c.Interrupted}
 	}
 	return out, nil
 }

@@ -97,9 +97,11 @@ const (
 				(SELECT src_id, relation, true, weight FROM chain_edges
 					WHERE tenant_id = $1 AND dst_id = $2 AND user_id = $3)) l) r
 		WHERE k <= $4 ORDER BY weight DESC, id DESC`
+	// In the capture's batch: the reply is the message it inserted.
 	insertReplySourcesSQL = `INSERT INTO reply_sources (tenant_id, message_id, item_ids)
-		SELECT $1, $2, ARRAY(SELECT DISTINCT x FROM unnest($3::bigint[]) AS x
-			WHERE EXISTS (SELECT 1 FROM items i WHERE i.tenant_id = $1 AND i.id = x AND i.user_id = $4) ORDER BY x)`
+		SELECT $1, ` + capturedSQL + `, ARRAY(SELECT DISTINCT x FROM unnest($2::bigint[]) AS x
+			WHERE EXISTS (SELECT 1 FROM items i WHERE i.tenant_id = $1 AND i.id = x AND i.user_id = $3) ORDER BY x)
+		WHERE ` + capturedSQL + ` IS NOT NULL`
 )
 
 // ChainHead is the chain writer's watermark (0: it never wrote).

@@ -84,31 +84,42 @@ func (db *DB) ReadHead(ctx context.Context, tenantID int64) (Head, error) {
 func (db *DB) ReadCatchUp(ctx context.Context, tenantID, watermark int64, dictVersion int) (CatchUp, error) {
 	var cu CatchUp
 	err := db.pipelineRead(ctx, tenantID, true, func(b *pgx.Batch) {
-		b.Queue(headSQL, tenantID).QueryRow(func(r pgx.Row) error {
-			return notFound(r.Scan(&cu.Head.Seq, &cu.Head.DictVersion))
-		})
-		b.Queue(catchUpLogSQL, tenantID, watermark).Query(func(rows pgx.Rows) (err error) {
-			cu.Events, err = pgx.CollectRows(rows, pgx.RowToStructByPos[LogEvent])
-			return err
-		})
-		b.Queue(catchUpItemSQL, tenantID, watermark, dictVersion).Query(func(rows pgx.Rows) (err error) {
-			cu.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ArenaItem])
-			return err
-		})
-		if watermark == 0 { // only a cold load sets the arena's component
-			b.Queue(catchUpComponentSQL, tenantID, dictVersion).Query(func(rows pgx.Rows) error {
-				got, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-				if len(got) > 0 {
-					cu.Component = got[0]
-				}
-				return err
-			})
-		}
+		queueCatchUp(b, tenantID, watermark, dictVersion, &cu, nil)
 	})
 	if err != nil {
 		return CatchUp{}, fmt.Errorf("catch up tenant %d: %w", tenantID, err)
 	}
 	return cu, nil
+}
+
+// queueCatchUp adds a catch-up's statements to a snapshot's batch; done,
+// when set (a catch-up from a watermark: a cold load's component comes
+// later), gets the catch-up as soon as its rows are read, before the
+// results of anything queued after it.
+func queueCatchUp(b *pgx.Batch, tenantID, watermark int64, dictVersion int, cu *CatchUp, done func(CatchUp)) {
+	b.Queue(headSQL, tenantID).QueryRow(func(r pgx.Row) error {
+		return notFound(r.Scan(&cu.Head.Seq, &cu.Head.DictVersion))
+	})
+	b.Queue(catchUpLogSQL, tenantID, watermark).Query(func(rows pgx.Rows) (err error) {
+		cu.Events, err = pgx.CollectRows(rows, pgx.RowToStructByPos[LogEvent])
+		return err
+	})
+	b.Queue(catchUpItemSQL, tenantID, watermark, dictVersion).Query(func(rows pgx.Rows) (err error) {
+		cu.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ArenaItem])
+		if err == nil && done != nil {
+			done(*cu)
+		}
+		return err
+	})
+	if watermark == 0 { // only a cold load sets the arena's component
+		b.Queue(catchUpComponentSQL, tenantID, dictVersion).Query(func(rows pgx.Rows) error {
+			got, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+			if len(got) > 0 {
+				cu.Component = got[0]
+			}
+			return err
+		})
+	}
 }
 
 // WarmRow is an activation of one viewer recent enough to maybe be warm.
@@ -198,6 +209,8 @@ type FrameInputs struct {
 	InRanges []int64
 	// Tokens are the stored token counts of every item above.
 	Tokens map[int64]int
+	// Labels are the viewer's current labels, for rendering its items.
+	Labels Labels
 }
 
 // FrameRead is what a frame asks of the store before it renders.
@@ -210,10 +223,43 @@ type FrameRead struct {
 
 // ReadFrameInputs reads, in one round trip: the viewer's clock, the
 // activations recent enough to be warm (t_last within Horizon of the
-// clock), the latest items of the current conversation and the viewer's items
-// born in the dated ranges.
+// clock), the latest items of the current conversation, the viewer's items
+// born in the dated ranges and the viewer's labels.
 func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) (FrameInputs, error) {
-	in := FrameInputs{Tokens: map[int64]int{}}
+	var in FrameInputs
+	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+		queueFrameInputs(b, tenantID, r, &in)
+	})
+	if err != nil {
+		return FrameInputs{}, fmt.Errorf("frame inputs: %w", err)
+	}
+	in.settle()
+	return in, nil
+}
+
+// ReadFrame is a frame's one round trip: ReadCatchUp from watermark (not 0:
+// an arena loaded on dictVersion) and ReadFrameInputs, in one snapshot.
+// caughtUp gets the catch-up as soon as its rows are read, so the caller
+// can scan the caught-up arena while the rest of the read comes in.
+func (db *DB) ReadFrame(ctx context.Context, tenantID, watermark int64, dictVersion int, r FrameRead, caughtUp func(CatchUp)) (FrameInputs, error) {
+	if watermark == 0 {
+		return FrameInputs{}, fmt.Errorf("frame read of tenant %d: no arena to catch up", tenantID)
+	}
+	var cu CatchUp
+	var in FrameInputs
+	err := db.pipelineRead(ctx, tenantID, true, func(b *pgx.Batch) {
+		queueCatchUp(b, tenantID, watermark, dictVersion, &cu, caughtUp)
+		queueFrameInputs(b, tenantID, r, &in)
+	})
+	if err != nil {
+		return FrameInputs{}, fmt.Errorf("frame read of tenant %d: %w", tenantID, err)
+	}
+	in.settle()
+	return in, nil
+}
+
+func queueFrameInputs(b *pgx.Batch, tenantID int64, r FrameRead, in *FrameInputs) {
+	in.Tokens = map[int64]int{}
 	collect := func(dst *[]int64) func(rows pgx.Rows) error {
 		return func(rows pgx.Rows) error {
 			var id int64
@@ -226,42 +272,43 @@ func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) 
 			return err
 		}
 	}
-	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
-		b.Queue(viewerClockSQL, tenantID, r.ViewerID).QueryRow(func(row pgx.Row) error { return notFound(row.Scan(&in.Clock)) })
-		b.Queue(warmSQL, tenantID, r.ViewerID, r.Horizon, warmLimit).Query(func(rows pgx.Rows) (err error) {
-			in.Warm, err = pgx.CollectRows(rows, pgx.RowToStructByPos[WarmRow])
+	b.Queue(viewerClockSQL, tenantID, r.ViewerID).QueryRow(func(row pgx.Row) error { return notFound(row.Scan(&in.Clock)) })
+	b.Queue(warmSQL, tenantID, r.ViewerID, r.Horizon, warmLimit).Query(func(rows pgx.Rows) (err error) {
+		in.Warm, err = pgx.CollectRows(rows, pgx.RowToStructByPos[WarmRow])
+		return err
+	})
+	b.Queue(recentSQL, tenantID, r.ConvID, r.Recent).Query(collect(&in.Recent))
+	for _, d := range r.Dated {
+		b.Queue(datedSQL, tenantID, r.ViewerID, d.From, d.To, rangeLimit).Query(func(rows pgx.Rows) error {
+			type row struct {
+				ID     int64
+				Tokens int
+			}
+			rs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+			for _, x := range rs {
+				if len(rs) <= wholeLimit {
+					in.Dated = append(in.Dated, x.ID)
+					in.Tokens[x.ID] = x.Tokens
+				} else {
+					in.InRanges = append(in.InRanges, x.ID)
+				}
+			}
 			return err
 		})
-		b.Queue(recentSQL, tenantID, r.ConvID, r.Recent).Query(collect(&in.Recent))
-		for _, d := range r.Dated {
-			b.Queue(datedSQL, tenantID, r.ViewerID, d.From, d.To, rangeLimit).Query(func(rows pgx.Rows) error {
-				type row struct {
-					ID     int64
-					Tokens int
-				}
-				rs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
-				for _, x := range rs {
-					if len(rs) <= wholeLimit {
-						in.Dated = append(in.Dated, x.ID)
-						in.Tokens[x.ID] = x.Tokens
-					} else {
-						in.InRanges = append(in.InRanges, x.ID)
-					}
-				}
-				return err
-			})
-		}
-	})
-	if err != nil {
-		return FrameInputs{}, fmt.Errorf("frame inputs: %w", err)
 	}
+	queueViewerLabels(b, tenantID, r.ViewerID, &in.Labels)
+}
+
+// settle completes the token counts once every statement has been read.
+func (in *FrameInputs) settle() {
 	for _, w := range in.Warm {
 		in.Tokens[w.ItemID] = w.Tokens
 	}
-	return in, nil
 }
 
-// RenderItems reads the items to render, with labels resolved now.
+// RenderItems reads the items to render, with labels resolved now (the
+// memory tools, the console; frames read through ReadItemTexts what they
+// do not keep).
 func (db *DB) RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]RenderItem, error) {
 	var out []RenderItem
 	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {

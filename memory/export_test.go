@@ -1,0 +1,36 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// CachedItems is which of ids the engine keeps the text of, for the tenant.
+func (e *Engine) CachedItems(tenantID int64, ids []int64) []int64 {
+	got, _ := e.res.texts.get(tenantID, ids)
+	var out []int64
+	for _, id := range ids {
+		if _, ok := got[id]; ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// FrameItems reads ids as a frame of viewer renders them after its
+// catch-up, with the viewer's labels read up front (viewer 0: none).
+func (e *Engine) FrameItems(ctx context.Context, tenantID, viewer int64, ids []int64) (map[int64]store.RenderItem, error) {
+	if _, err := e.res.current(ctx, tenantID); err != nil {
+		return nil, err
+	}
+	var labels store.Labels
+	if viewer != 0 {
+		in, err := e.store.ReadFrameInputs(ctx, tenantID, store.FrameRead{ViewerID: viewer})
+		if err != nil {
+			return nil, err
+		}
+		labels = in.Labels
+	}
+	return e.frameItems(ctx, tenantID, ids, labels)
+}
