@@ -38,8 +38,12 @@ func (r *Report) WriteFiles(out string) ([]string, error) {
 }
 
 // writeAtomic writes beside path and renames into place, so an interrupted
-// run never leaves half a file.
+// run never leaves half a file. A missing folder is made: a run takes
+// minutes, and its figures must not be lost to a typo in --out.
 func writeAtomic(path string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".bench-*"+filepath.Ext(path))
 	if err != nil {
 		return err
