@@ -3,6 +3,7 @@ package memory
 import (
 	"container/list"
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -164,12 +165,8 @@ func (e *Engine) frameItems(ctx context.Context, tenantID int64, ids []int64, kn
 		}
 		if len(got.Labels) > 0 {
 			by := make(map[store.LabelKey]string, len(known.By)+len(got.Labels))
-			for k, v := range known.By {
-				by[k] = v
-			}
-			for k, v := range got.Labels {
-				by[k] = v
-			}
+			maps.Copy(by, known.By)
+			maps.Copy(by, got.Labels)
 			labels = store.Labels{Of: known.Of, By: by}
 		}
 	}
