@@ -38,20 +38,25 @@ func chainKinds() [4]chainKind {
 	}
 }
 
-// chainLinks reads the chain neighbours of the owner's items in one query
-// and groups them per item. conv maps each item to its conversation, so a
-// neighbour elsewhere is named as such.
-func (c *Console) chainLinks(ctx context.Context, tenantID, userID int64, conv map[int64]int64, per int) (map[int64][]templates.ChainGroup, error) {
-	ids := make([]int64, 0, len(conv))
-	for id := range conv {
-		ids = append(ids, id)
+// chainLinks reads the chain neighbours of items of any owners in one
+// round trip and groups them per item. conv maps each item to its owner
+// and conversation, so a neighbour elsewhere is named as such.
+func (c *Console) chainLinks(ctx context.Context, tenantID int64, conv map[int64]owned, per int) (map[int64][]templates.ChainGroup, error) {
+	owners := map[int64][]int64{}
+	convs := make(map[int64]int64, len(conv))
+	for id, o := range conv {
+		owners[o.user] = append(owners[o.user], id)
+		convs[id] = o.conv
 	}
-	ns, err := c.db.ChainNeighbours(ctx, tenantID, userID, ids, per, chainSnippet+1)
+	ns, err := c.db.ChainNeighboursOf(ctx, tenantID, owners, per, chainSnippet+1)
 	if err != nil {
 		return nil, err
 	}
-	return chainGroups(ns, conv, time.Now()), nil
+	return chainGroups(ns, convs, time.Now()), nil
 }
+
+// owned is an item's owner and conversation.
+type owned struct{ user, conv int64 }
 
 // chainGroups turns neighbours (ordered by item) into each item's groups,
 // in chainKinds order.

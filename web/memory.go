@@ -216,27 +216,16 @@ func (c *Console) conversation(ec echo.Context, s *session) error {
 	return c.render(ec, http.StatusOK, templates.ConversationPage(c.page(ec, s, meta.Title, "memory"), v))
 }
 
-// withChain adds each item's compact chain line, each owner's items' links
-// read in one query (an edge never joins two users).
+// withChain adds each item's compact chain line, every owner's items'
+// links read in one round trip.
 func (c *Console) withChain(ctx context.Context, tenantID int64, items []templates.Item) error {
-	byUser := map[int64]map[int64]int64{}
-	var users []int64
+	conv := make(map[int64]owned, len(items))
 	for _, it := range items {
-		if byUser[it.UserID] == nil {
-			byUser[it.UserID] = map[int64]int64{}
-			users = append(users, it.UserID)
-		}
-		byUser[it.UserID][it.ID] = it.ConversationID
+		conv[it.ID] = owned{it.UserID, it.ConversationID}
 	}
-	groups := map[int64][]templates.ChainGroup{}
-	for _, u := range users {
-		g, err := c.chainLinks(ctx, tenantID, u, byUser[u], chainPerLine)
-		if err != nil {
-			return err
-		}
-		for id, gs := range g {
-			groups[id] = gs
-		}
+	groups, err := c.chainLinks(ctx, tenantID, conv, chainPerLine)
+	if err != nil {
+		return err
 	}
 	for i := range items {
 		items[i].Chain = groups[items[i].ID]
@@ -260,7 +249,7 @@ func (c *Console) item(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	groups, err := c.chainLinks(ctx, s.TenantID, it.UserID, map[int64]int64{it.ID: it.ConversationID}, chainPerPage)
+	groups, err := c.chainLinks(ctx, s.TenantID, map[int64]owned{it.ID: {it.UserID, it.ConversationID}}, chainPerPage)
 	if err != nil {
 		return c.internal(ec, err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,28 +48,39 @@ JOIN conversations c ON c.tenant_id = $1 AND c.id = i.conversation_id
 WHERE r.n <= $4
 ORDER BY r.of, r.relation DESC, r.later, r.weight DESC, r.nb DESC`
 
-// ChainNeighbours reads the chain neighbours of the user's items, at most
-// per of each relation and direction per item, heaviest first, each with
-// the first snippet characters of its text. Items of another user or
-// tenant have none.
-func (db *DB) ChainNeighbours(ctx context.Context, tenantID, userID int64, itemIDs []int64, per, snippet int) ([]ChainNeighbour, error) {
-	if len(itemIDs) == 0 {
+// ChainNeighboursOf reads the chain neighbours of several owners' items
+// (owners: user id to that user's item ids) in one round trip, at most per
+// of each relation and direction per item, heaviest first, each with the
+// first snippet characters of its text. A statement per owner, since an
+// edge never joins two users; items of another user or tenant have none.
+func (db *DB) ChainNeighboursOf(ctx context.Context, tenantID int64, owners map[int64][]int64, per, snippet int) ([]ChainNeighbour, error) {
+	users := make([]int64, 0, len(owners))
+	for u, ids := range owners {
+		if len(ids) > 0 {
+			users = append(users, u)
+		}
+	}
+	if len(users) == 0 {
 		return nil, nil
 	}
+	slices.Sort(users)
 	var out []ChainNeighbour
 	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
-		b.Queue(chainNeighboursSQL, tenantID, userID, itemIDs, per, snippet).Query(func(rows pgx.Rows) (err error) {
-			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ChainNeighbour, error) {
-				var n ChainNeighbour
-				err := r.Scan(&n.Of, &n.ItemID, &n.Relation, &n.Later, &n.Weight, &n.Total, &n.ConversationID,
-					&n.Conversation, &n.Role, &n.BornAt, &n.Snippet)
-				return n, err
+		for _, u := range users {
+			b.Queue(chainNeighboursSQL, tenantID, u, owners[u], per, snippet).Query(func(rows pgx.Rows) error {
+				ns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ChainNeighbour, error) {
+					var n ChainNeighbour
+					err := r.Scan(&n.Of, &n.ItemID, &n.Relation, &n.Later, &n.Weight, &n.Total, &n.ConversationID,
+						&n.Conversation, &n.Role, &n.BornAt, &n.Snippet)
+					return n, err
+				})
+				out = append(out, ns...)
+				return err
 			})
-			return err
-		})
+		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("chain neighbours of %d items of user %d: %w", len(itemIDs), userID, err)
+		return nil, fmt.Errorf("chain neighbours of the items of %d users: %w", len(users), err)
 	}
 	return out, nil
 }
