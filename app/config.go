@@ -32,6 +32,8 @@ type Config struct {
 	KeyRPM            int              // PERPETUITY_KEY_RPM
 	KeyTPM            int              // PERPETUITY_KEY_TPM
 	KeyUsersPerDay    int              // PERPETUITY_KEY_USERS_PER_DAY
+	DrainReadyDelay   time.Duration    // PERPETUITY_DRAIN_READY_DELAY
+	DrainTimeout      time.Duration    // PERPETUITY_DRAIN_TIMEOUT
 }
 
 type envVar struct {
@@ -58,6 +60,8 @@ var envVars = []envVar{
 	{"PERPETUITY_TOOL_ROUNDS", "3", "Most provider calls one request may take when the model uses the memory tools; the last must answer. 1 turns the tools off."},
 	{"PERPETUITY_KEY_RPM", "0", "Requests per minute each key may make, for tenants without limits of their own (`perpetuity tenant limits`); 0 is unlimited. Counted per replica."},
 	{"PERPETUITY_KEY_TPM", "0", "Provider tokens (input + output) per minute each key may spend, for tenants without limits of their own; 0 is unlimited. Counted per replica."},
+	{"PERPETUITY_DRAIN_READY_DELAY", "2s", "On SIGTERM, how long `/readyz` answers 503 while the listener still takes requests, so that the balancer takes the replica out of rotation before it stops accepting; 0 closes the listener at once."},
+	{"PERPETUITY_DRAIN_TIMEOUT", "30s", "On SIGTERM, how long requests in flight (streams included) may take to finish; past it each is cut with its dialect's error event and its partial reply is stored flagged interrupted."},
 	{"PERPETUITY_KEY_USERS_PER_DAY", "1000", "New memory users each key may create per UTC day (`X-Perpetuity-User`, a user field that is the identity, an import line's `user`); past it such requests get a 429, existing users still work. 0 is unlimited."},
 }
 
@@ -155,7 +159,27 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		*v.dst = n
 	}
+	for _, v := range []struct {
+		name     string
+		dst      *time.Duration
+		min, max time.Duration
+	}{{"PERPETUITY_DRAIN_READY_DELAY", &c.DrainReadyDelay, 0, time.Minute}, {"PERPETUITY_DRAIN_TIMEOUT", &c.DrainTimeout, time.Second, time.Hour}} {
+		d, err := time.ParseDuration(get(v.name))
+		if err != nil || d < v.min || d > v.max {
+			return c, fmt.Errorf("%s: want a duration from %v to %v such as %s", v.name, v.min, v.max, envDefault(v.name))
+		}
+		*v.dst = d
+	}
 	return c, nil
+}
+
+func envDefault(name string) string {
+	for _, e := range envVars {
+		if e.name == name {
+			return e.def
+		}
+	}
+	return ""
 }
 
 // parsePublicURL reads PERPETUITY_PUBLIC_URL as a URL, not as text: the

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -82,7 +83,8 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	px.Register(ec)
 	mountImport(ec, importer.New(proxy.ImportDirectory{Store: db, PerDay: cfg.KeyUsersPerDay}, eng, importer.CaptureTimeout(cfg.CaptureTimeout)), px, cfg.MaxBodyBytes, log)
 	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
-	ec.GET("/readyz", readyz(db, eng))
+	var draining atomic.Bool // set when a stop begins: /readyz fails first
+	ec.GET("/readyz", readyz(db, eng, &draining))
 	go func() {
 		tenants, err := db.Tenants(ctx)
 		if err == nil {
@@ -129,28 +131,72 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 		return err
 	case <-ctx.Done():
 	}
-	// The operator sees when a stop began and whether it finished cleanly:
-	// in-flight requests and reply captures are given shutdownGrace.
+	return drain(srv, px, eng, &draining, cfg, context.Cause(ctx), log)
+}
+
+// drain stops a serving replica the way a rolling restart needs: /readyz
+// fails at once so the balancer takes the replica out of rotation, the
+// listener stays open for cfg.DrainReadyDelay while the balancer notices,
+// then closes; requests in flight get cfg.DrainTimeout to finish, and
+// those still running are cut, each ending with its dialect's error event
+// (proxy.Cut) rather than a dropped connection. The operator sees one
+// line when the drain begins and one when it ends, with what finished and
+// what was cut.
+func drain(srv *http.Server, px *proxy.Proxy, eng *memory.Engine, draining *atomic.Bool, cfg Config, reason error, log *slog.Logger) error {
+	draining.Store(true)
 	start := time.Now()
-	log.Info("perpetuity shutting down", "reason", context.Cause(ctx).Error(), "grace_s", shutdownGrace.Seconds())
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	timeout := cfg.DrainTimeout
+	if timeout <= 0 {
+		timeout = defaultDrainTimeout
+	}
+	at := px.Counts()
+	log.Info("perpetuity shutting down", "reason", reason.Error(), "in_flight", at.InFlight,
+		"ready_delay_s", cfg.DrainReadyDelay.Seconds(), "drain_timeout_s", timeout.Seconds())
+	// The drain time counts from the stop, the ready delay included: an
+	// orchestrator's kill deadline does too.
+	cutAt := time.AfterFunc(timeout, px.Cut)
+	defer cutAt.Stop()
+	if cfg.DrainReadyDelay > 0 {
+		time.Sleep(min(cfg.DrainReadyDelay, timeout))
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout+cutGrace)
 	defer cancel()
+	ended := func(msg string, args ...any) {
+		now := px.Counts()
+		args = append(args, "finished", now.Finished-at.Finished, "cut", now.Cut-at.Cut, "ms", time.Since(start).Milliseconds())
+		if msg == "perpetuity shut down" {
+			log.Info(msg, args...)
+		} else {
+			log.Error(msg, args...)
+		}
+	}
 	if err := srv.Shutdown(sctx); err != nil {
-		log.Error("perpetuity shutdown incomplete", "step", "requests", "err", err, "ms", time.Since(start).Milliseconds())
+		// Cut requests end within cutGrace; one that did not (a handler
+		// stuck outside the proxy) loses its connection now.
+		_ = srv.Close()
+		ended("perpetuity shutdown incomplete", "step", "requests", "err", err)
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if err := px.Drain(sctx); err != nil {
-		log.Error("perpetuity shutdown incomplete", "step", "reply captures", "err", err, "ms", time.Since(start).Milliseconds())
+	// Reply captures run after their response; a cut reply's capture
+	// starts at the cut, so it gets a capture's own time.
+	cctx, ccancel := context.WithTimeout(context.Background(), max(cfg.CaptureTimeout, cutGrace))
+	defer ccancel()
+	if err := px.Drain(cctx); err != nil {
+		ended("perpetuity shutdown incomplete", "step", "reply captures", "err", err)
 		return fmt.Errorf("shutdown: reply captures still running: %w", err)
 	}
 	eng.WaitReheats()
-	log.Info("perpetuity shut down", "ms", time.Since(start).Milliseconds())
+	ended("perpetuity shut down")
 	return nil
 }
 
-// shutdownGrace is how long a stopping server waits for requests and
-// reply captures in flight.
-const shutdownGrace = 10 * time.Second
+// defaultDrainTimeout is the drain time of a Config that names none (the
+// environment's default is PERPETUITY_DRAIN_TIMEOUT's); cutGrace is how
+// long cut requests get to write their error event and end.
+const (
+	defaultDrainTimeout = 30 * time.Second
+	cutGrace            = 5 * time.Second
+)
 
 // NewRouter is the Echo instance serve hangs every route on: the one error
 // handler, panic recovery, then mw (serve passes its metrics), the access
@@ -226,9 +272,15 @@ func kindFor(status int) proxy.ErrorKind {
 }
 
 // readyz answers 200 once the database answers, the schema is at the
-// binary's latest migration and the resident arenas are loaded.
-func readyz(db *store.DB, eng *memory.Engine) echo.HandlerFunc {
+// binary's latest migration and the resident arenas are loaded, and 503
+// from the moment the replica begins to stop.
+func readyz(db *store.DB, eng *memory.Engine, draining *atomic.Bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if draining.Load() {
+			// A replica told to stop leaves the rotation before anything
+			// else: the checks below would still pass.
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"draining": "stopping"})
+		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
 		checks := map[string]string{"database": "ok", "migrations": "ok", "arenas": "ok"}

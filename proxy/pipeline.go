@@ -76,8 +76,10 @@ type turn struct {
 func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Set(dialectKey, d)
+		ctx, done := p.cuttable(c)
+		cut := false
+		defer func() { done(cut) }()
 		req := c.Request()
-		ctx := req.Context()
 		t := &turn{start: time.Now()}
 		t.rid, _ = c.Get("perpetuity.request_id").(string)
 
@@ -156,6 +158,11 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 			}
 		}
 		reply, err := p.forward(c, t, out)
+		if reply.interrupted && wasCut(ctx) {
+			// Not a client that left: the drain deadline ended the reply,
+			// and the client is told so in its dialect.
+			cut, err = true, drainCut()
+		}
 		p.limits.Charge(key.KeyID, spent(reply, len(out)))
 		status := responseStatus(c, err)
 		// The reply is out; storing it must not hold the response open.

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -98,6 +99,11 @@ type Proxy struct {
 	limits  *limits.Limiter
 	touchMu sync.Mutex
 	touched map[int64]time.Time // key id -> last "last used" write
+
+	// cutCtx ends when the server cuts the requests in flight (drain.go).
+	cutCtx                   context.Context
+	cutNow                   context.CancelFunc
+	inFlight, finished, cuts atomic.Int64
 }
 
 // Drain waits for reply captures still in flight, for a clean shutdown.
@@ -124,7 +130,8 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &Proxy{cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
+	cutCtx, cutNow := context.WithCancel(context.Background())
+	return &Proxy{cutCtx: cutCtx, cutNow: cutNow, cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
 		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL),
 		limits: limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
