@@ -63,6 +63,12 @@ func TestKeyScopeMigration(t *testing.T) {
 	if _, err := conn.Exec(ctx, insertKey, tenant, user, "new", []byte("new-key-hash")); err != nil {
 		t.Fatal(err)
 	}
+	// Since 000020 a key is found through its lookup row, which the store
+	// writes with the key.
+	if _, err := conn.Exec(ctx, `INSERT INTO key_lookup (key_hash, tenant_id, key_id)
+		SELECT key_hash, tenant_id, id FROM api_keys WHERE tenant_id = $1 AND name = 'new'`, tenant); err != nil {
+		t.Fatal(err)
+	}
 	scopeOf := func(name string) string {
 		var s string
 		if err := conn.QueryRow(ctx, `SELECT scope FROM api_keys WHERE tenant_id = $1 AND name = $2`, tenant, name).Scan(&s); err != nil {

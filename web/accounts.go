@@ -21,8 +21,6 @@ const (
 FROM console_accounts WHERE tenant_id = $1 ORDER BY email`
 	listInvitesSQL = `SELECT email, role, expires_at FROM console_invites
 WHERE tenant_id = $1 AND accepted_at IS NULL AND expires_at > now() ORDER BY created_at DESC`
-	insertInviteSQL = `INSERT INTO console_invites (tenant_id, email, role, token_hash, invited_by, expires_at)
-VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))`
 	accountEmailSQL = `SELECT email, role FROM console_accounts WHERE tenant_id = $1 AND id = $2`
 	setRoleSQL      = `UPDATE console_accounts SET role = $3 WHERE tenant_id = $1 AND id = $2`
 	disableSQL      = `UPDATE console_accounts SET disabled_at = now() WHERE tenant_id = $1 AND id = $2 AND disabled_at IS NULL`
@@ -198,7 +196,8 @@ func (c *Console) invite(ec echo.Context, s *session) error {
 				problem, status, retry = msg, http.StatusTooManyRequests, wait
 				return err
 			}
-			if _, err := tx.Exec(ctx, insertInviteSQL, s.TenantID, email, role, hash, s.AccountID, c.cfg.InviteTTL.Seconds()); err != nil {
+			if err := store.RecordInvite(ctx, tx, store.Invite{TenantID: s.TenantID, Email: email, Role: role,
+				TokenHash: hash, InvitedBy: s.AccountID, TTL: c.cfg.InviteTTL}); err != nil {
 				return err
 			}
 			return writeAudit(ctx, tx, actor(ec, s, "account.invite", email, map[string]any{"role": role}))

@@ -68,7 +68,24 @@ const (
 	createTenantSQL = `SELECT create_tenant($1, $2, $3)`
 	insertUserSQL   = `INSERT INTO memory_users (tenant_id, name, display_name) VALUES ($1, $2, $3) RETURNING id`
 	insertKeySQL    = `INSERT INTO api_keys (tenant_id, user_id, name, prefix, key_hash, scope) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`
+	// A key's hash is unique across tenants in the lookup, which stays on
+	// the coordinator under Citus (migration 000020): the key is what
+	// names its tenant.
+	insertKeyLookupSQL = `INSERT INTO key_lookup (key_hash, tenant_id, key_id) VALUES ($1, $2, $3)`
 )
+
+// insertKey writes a key and its lookup row in the caller's (tenant)
+// transaction, so a key is never found without its row or the reverse.
+func insertKey(ctx context.Context, tx pgx.Tx, tenantID, userID int64, name, key string, hash []byte, scope KeyScope) (int64, error) {
+	var id int64
+	if err := tx.QueryRow(ctx, insertKeySQL, tenantID, userID, name, ShortPrefix(key), hash, scope).Scan(&id); err != nil {
+		return 0, fmt.Errorf("insert key: %w", err)
+	}
+	if _, err := tx.Exec(ctx, insertKeyLookupSQL, hash, tenantID, id); err != nil {
+		return 0, fmt.Errorf("insert key lookup: %w", err)
+	}
+	return id, nil
+}
 
 // CreateTenant creates a tenant, its first memory user and its first API
 // key, pinned to that user, in one transaction.
@@ -130,8 +147,8 @@ func (db *DB) CreateTenantWith(ctx context.Context, name, firstUser string, o Te
 		if err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, insertKeySQL, out.TenantID, out.UserID, "first key", ShortPrefix(key), hash, scope).Scan(&out.KeyID); err != nil {
-			return fmt.Errorf("insert key: %w", err)
+		if out.KeyID, err = insertKey(ctx, tx, out.TenantID, out.UserID, "first key", key, hash, scope); err != nil {
+			return err
 		}
 		out.Key = key
 		return nil
@@ -155,7 +172,8 @@ func (db *DB) CreateKeyScoped(ctx context.Context, tenantID, userID int64, name 
 		return 0, "", err
 	}
 	err = db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, insertKeySQL, tenantID, userID, name, ShortPrefix(key), hash, scope).Scan(&keyID)
+		keyID, err = insertKey(ctx, tx, tenantID, userID, name, key, hash, scope)
+		return err
 	})
 	if err != nil {
 		return 0, "", fmt.Errorf("create key: %w", err)
@@ -283,6 +301,8 @@ var deleteTenantSQL = []string{
 	`DELETE FROM requests WHERE tenant_id = $1`,
 	`DELETE FROM tenant_log WHERE tenant_id = $1`,
 	`DELETE FROM key_user_creations WHERE tenant_id = $1`,
+	`DELETE FROM key_lookup WHERE tenant_id = $1`,
+	`DELETE FROM invite_lookup WHERE tenant_id = $1`,
 	`DELETE FROM api_keys WHERE tenant_id = $1`,
 	`DELETE FROM memory_users WHERE tenant_id = $1`,
 	`DELETE FROM tenant_heads WHERE tenant_id = $1`,
