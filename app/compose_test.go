@@ -31,6 +31,7 @@ type composeFile struct {
 
 type composeService struct {
 	Image       string                       `yaml:"image"`
+	Profiles    []string                     `yaml:"profiles"`
 	Build       string                       `yaml:"build"`
 	Command     []string                     `yaml:"command"`
 	Restart     string                       `yaml:"restart"`
@@ -210,6 +211,62 @@ func TestComposeFile(t *testing.T) {
 		if _, port, _ := net.SplitHostPort(cfg.Addr); !slices.Contains(pp.Ports, "8080:"+port) {
 			t.Errorf("the service listens on %s but the published port is %v", cfg.Addr, pp.Ports)
 		}
+	}
+}
+
+// TestComposeCitusProfile: the citus profile is a Citus coordinator and one
+// worker, nodes registered before the service starts, the service on the
+// coordinator with an environment the binary accepts, and the distribution
+// script mounted where the README's command runs it. No service of the
+// plain `docker compose up` belongs to it.
+func TestComposeCitusProfile(t *testing.T) {
+	t.Parallel()
+	c := readCompose(t)
+	for name, svc := range c.Services {
+		citus := slices.Contains(svc.Profiles, "citus")
+		if strings.HasPrefix(name, "citus-") || name == "perpetuity-citus" {
+			if !citus {
+				t.Errorf("%s is not in the citus profile", name)
+			}
+		} else if citus {
+			t.Errorf("%s, outside the Citus set, is in the citus profile", name)
+		}
+	}
+	for _, name := range []string{"citus-coordinator", "citus-worker", "citus-nodes"} {
+		if img := c.Services[name].Image; !strings.HasPrefix(img, "citusdata/citus:") {
+			t.Errorf("%s image %q, want citusdata/citus", name, img)
+		}
+	}
+	if !slices.Contains(c.Services["citus-coordinator"].Volumes, "./deploy:/deploy:ro") {
+		t.Errorf("the coordinator does not mount deploy/ (distribute.sql): %v", c.Services["citus-coordinator"].Volumes)
+	}
+	for _, name := range []string{"citus-coordinator", "citus-worker"} {
+		if d, ok := c.Services["citus-nodes"].DependsOn[name]; !ok || d.Condition != "service_healthy" {
+			t.Errorf("citus-nodes depends_on %+v, want %s healthy", c.Services["citus-nodes"].DependsOn, name)
+		}
+	}
+	nodes := strings.Join(c.Services["citus-nodes"].Command, " ")
+	if !strings.Contains(nodes, "citus_set_coordinator_host('citus-coordinator'") || !strings.Contains(nodes, "citus_add_node('citus-worker'") {
+		t.Errorf("citus-nodes command %q registers neither the coordinator nor the worker", nodes)
+	}
+	pc := c.Services["perpetuity-citus"]
+	if d, ok := pc.DependsOn["citus-nodes"]; !ok || d.Condition != "service_completed_successfully" {
+		t.Errorf("perpetuity-citus depends_on %+v, want citus-nodes completed", pc.DependsOn)
+	}
+	env := map[string]string{}
+	for k, v := range pc.Environment {
+		s, err := interpolate(v, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		env[k] = s
+	}
+	cfg, err := LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("the binary rejects perpetuity-citus's environment: %v", err)
+	}
+	if u, err := url.Parse(cfg.DatabaseURL); err != nil || u.Hostname() != "citus-coordinator" {
+		t.Errorf("perpetuity-citus DATABASE_URL %q, want the coordinator", cfg.DatabaseURL)
 	}
 }
 
