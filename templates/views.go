@@ -147,13 +147,13 @@ type KeyRotate struct {
 // KeyLimits is the form that edits one key's own limits. Empty fields
 // take the team's limits.
 type KeyLimits struct {
-	ID                   int64
-	Name                 string
-	Prefix               string
-	RPM, TPM, TPD        string
-	TeamRPM, TeamTPM     string // the team's, as the placeholders say
-	TeamTPD              string
-	Error                string
+	ID               int64
+	Name             string
+	Prefix           string
+	RPM, TPM, TPD    string
+	TeamRPM, TeamTPM string // the team's, as the placeholders say
+	TeamTPD          string
+	Error            string
 }
 
 // UserRow is one memory user.

@@ -38,7 +38,8 @@ type keyRow struct {
 	Revoked  *time.Time
 	Expires  *time.Time
 	Rotated  *time.Time
-	Limits   store.KeyLimits
+	RPM, TPM *int
+	TPD      *int64
 }
 
 // listKeys reads the tenant's keys, optionally only one user's or one key.
@@ -62,7 +63,7 @@ func (c *Console) listKeys(ctx context.Context, tenantID, userID, keyID int64) (
 			ID: k.ID, Name: k.Name, Prefix: k.Prefix, User: k.User, UserID: k.UserID, Scope: k.Scope.Label(),
 			Created: exact(k.Created), LastUsed: agoPtr(k.LastUsed, now),
 			Expires: keyEnd(k.Expires, k.Rotated, now), Expired: k.Expires != nil && !now.Before(*k.Expires),
-			Limits: limitsLabel(k.Limits),
+			Limits: limitsLabel(store.KeyLimits{RequestsPerMinute: k.RPM, TokensPerMinute: k.TPM, TokensPerDay: k.TPD}),
 		}
 		out[i].Rotatable = k.Revoked == nil && k.Rotated == nil && !out[i].Expired
 		if k.Revoked != nil {
