@@ -41,6 +41,12 @@ func keyRowCell(name, cell string) chromedp.Search {
 	return chromedp.Search(`//tr[td[@data-testid="key-name"][.="` + name + `"]]/td[@data-testid="` + cell + `"]`)
 }
 
+// searchText is the text of the element an XPath search finds.
+func searchText(tb *tab, sel chromedp.Search) string {
+	tb.t.Helper()
+	return strings.TrimSpace(run(tb, "read "+string(sel), chromedp.Text(sel)))
+}
+
 func keyRowButton(name, button string) chromedp.Search {
 	return chromedp.Search(`//tr[td[@data-testid="key-name"][.="` + name + `"]]//*[@data-testid="` + button + `"]`)
 }
@@ -70,10 +76,10 @@ func TestConsoleKeyLifecycle(t *testing.T) {
 	if n := s.db.scalar(`SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND name = 'expiring' AND expires_at = $2::date::timestamptz`, tenant, day); n != 1 {
 		t.Fatalf("keys named expiring ending %s: %d", day, n)
 	}
-	if got := a.text(keyRowCell("expiring", "key-expires")); !strings.HasPrefix(got, "expires in 2 days") || !strings.Contains(got, day) {
+	if got := searchText(a, keyRowCell("expiring", "key-expires")); !strings.HasPrefix(got, "expires in 2 days") || !strings.Contains(got, day) {
 		t.Errorf("the expiring key's row says %q", got)
 	}
-	if got := a.text(keyRowCell("first key", "key-expires")); got != "never" {
+	if got := searchText(a, keyRowCell("first key", "key-expires")); got != "never" {
 		t.Errorf("the first key's row says %q, want never", got)
 	}
 
@@ -103,7 +109,7 @@ func TestConsoleKeyLifecycle(t *testing.T) {
 	if n := a.count(`[data-testid="key-name"]`); n != 3 {
 		t.Errorf("%d keys listed after one rotation, want 3", n)
 	}
-	if got := a.text(chromedp.Search(`(//tr[td[@data-testid="key-name"][.="first key"]]/td[@data-testid="key-expires"])[contains(., "rotated")]`)); !strings.HasPrefix(got, "rotated, old key valid until ") {
+	if got := searchText(a, chromedp.Search(`(//tr[td[@data-testid="key-name"][.="first key"]]/td[@data-testid="key-expires"])[contains(., "rotated")]`)); !strings.HasPrefix(got, "rotated, old key valid until ") {
 		t.Errorf("the old key's row says %q", got)
 	}
 	for name, k := range map[string]string{"old key in its grace": first, "new key": fresh} {
@@ -138,7 +144,7 @@ func TestConsoleKeyLifecycle(t *testing.T) {
 		t.Fatal("a key reached the log")
 	}
 	a.step("keys page after the grace", chromedp.Navigate(s.URL+"/console/keys"), chromedp.WaitVisible(byTestID("keys-table")))
-	if got := a.text(chromedp.Search(`(//tr[td[@data-testid="key-name"][.="first key"]]/td[@data-testid="key-expires"])[contains(., "expired")]`)); !strings.HasPrefix(got, "expired ") {
+	if got := searchText(a, chromedp.Search(`(//tr[td[@data-testid="key-name"][.="first key"]]/td[@data-testid="key-expires"])[contains(., "expired")]`)); !strings.HasPrefix(got, "expired ") {
 		t.Errorf("the old key's row after its grace says %q", got)
 	}
 
@@ -159,7 +165,7 @@ func TestConsoleKeyLifecycle(t *testing.T) {
 	if got := a.body(); !strings.Contains(got, "Key limits saved") {
 		t.Errorf("no notice after saving limits:\n%s", got)
 	}
-	if got := a.text(chromedp.Search(newRow + `/td[@data-testid="key-limits"]`)); !strings.HasPrefix(got, "1 req/min") {
+	if got := searchText(a, chromedp.Search(newRow + `/td[@data-testid="key-limits"]`)); !strings.HasPrefix(got, "1 req/min") {
 		t.Errorf("the new key's limits cell says %q", got)
 	}
 	if st, body := keyCall(t, s.URL, fresh); st != http.StatusOK {
