@@ -165,7 +165,7 @@ func TestConsoleKeyLifecycle(t *testing.T) {
 	if got := a.body(); !strings.Contains(got, "Key limits saved") {
 		t.Errorf("no notice after saving limits:\n%s", got)
 	}
-	if got := searchText(a, chromedp.Search(newRow + `/td[@data-testid="key-limits"]`)); !strings.HasPrefix(got, "1 req/min") {
+	if got := searchText(a, chromedp.Search(newRow+`/td[@data-testid="key-limits"]`)); !strings.HasPrefix(got, "1 req/min") {
 		t.Errorf("the new key's limits cell says %q", got)
 	}
 	if st, body := keyCall(t, s.URL, fresh); st != http.StatusOK {
