@@ -101,6 +101,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	console, err := web.New(web.Config{
 		PublicURL:     cfg.PublicURL,
 		SecureCookies: cfg.ServedOverTLS(),
+		KeyChanged:    px.ForgetKey,
 	}, db, web.NewEngineMemory(db, eng), log)
 	if err != nil {
 		return fmt.Errorf("console: %w", err)

@@ -87,8 +87,15 @@ func (p *Proxy) resolveIdentity(ctx context.Context, c echo.Context) (memory.Who
 	if err != nil {
 		return memory.Who{}, k, p.memoryUnavailable(c, "key lookup", err)
 	}
-	p.touchKey(k)
 	c.Set("perpetuity.tenant_id", k.TenantID) // for the access log (app/metrics.go)
+	// Checked on every request, cached key or not: the end holds from its
+	// instant, not from the cache entry's.
+	if now := time.Now(); k.Expired(now) {
+		return memory.Who{}, k, &APIError{Status: http.StatusUnauthorized, Kind: Authentication,
+			Message: "Perpetuity key expired at " + k.ExpiresAt.UTC().Format(time.RFC3339) +
+				" (key expired): rotate it or create a new key in the console"}
+	}
+	p.touchKey(k)
 	return memory.Who{TenantID: k.TenantID, UserID: k.UserID, UserName: k.UserName, Pinned: k.Pinned()}, k, nil
 }
 

@@ -53,3 +53,16 @@ func (c *keyCache) resolve(ctx context.Context, key string, lookup func(context.
 	c.mu.Unlock()
 	return k, nil
 }
+
+// forget drops the cached copies of a key, so a change the console made in
+// this process (a revoke, a rotation, new limits) holds on the next
+// request; other processes see it within the TTL.
+func (c *keyCache) forget(keyID int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for h, e := range c.m {
+		if e.k.KeyID == keyID {
+			delete(c.m, h)
+		}
+	}
+}

@@ -106,6 +106,11 @@ type Proxy struct {
 	inFlight, finished, cuts atomic.Int64
 }
 
+// ForgetKey drops this process's cached copy of a key, so that a change
+// made to it here (the console's revoke, rotation or limits) holds on the
+// next request rather than within the cache's TTL.
+func (p *Proxy) ForgetKey(keyID int64) { p.keys.forget(keyID) }
+
 // Drain waits for reply captures still in flight, for a clean shutdown.
 func (p *Proxy) Drain(ctx context.Context) error {
 	done := make(chan struct{})

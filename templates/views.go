@@ -107,6 +107,15 @@ type KeyRow struct {
 	Created  string
 	LastUsed string
 	Revoked  string // when, or empty while live
+	// Expires is the key's end as the table words it: "never",
+	// "expires in 3 days (…)", "rotated, old key valid until …",
+	// "expired …". Expired: the end has come (the proxy refuses the key).
+	Expires string
+	Expired bool
+	// Rotatable: live, not ended and not rotated already.
+	Rotatable bool
+	// Limits is the key's own limits, or "team's" where it has none.
+	Limits string
 }
 
 // Keys is the API keys page.
@@ -120,6 +129,31 @@ type Keys struct {
 	Name          string
 	NewUser       string
 	NewUserChosen bool
+	Expires       string // the expiry date asked for, YYYY-MM-DD; empty: never
+	// Rotated says, on the page that shows a rotation's new key, until
+	// when the old one keeps working.
+	Rotated string
+}
+
+// KeyRotate is the page that asks before a rotation, saying its effect.
+type KeyRotate struct {
+	ID     int64
+	Name   string
+	Prefix string
+	Graces []Option // the grace periods, none chosen
+	Error  string
+}
+
+// KeyLimits is the form that edits one key's own limits. Empty fields
+// take the team's limits.
+type KeyLimits struct {
+	ID               int64
+	Name             string
+	Prefix           string
+	RPM, TPM, TPD    string
+	TeamRPM, TeamTPM string // the team's, as the placeholders say
+	TeamTPD          string
+	Error            string
 }
 
 // UserRow is one memory user.

@@ -88,6 +88,11 @@ type Config struct {
 	InvitesPerHour int           // invitations a team may make per hour; default 20
 	InvitesPerDay  int           // and per 24 hours; default 100
 
+	// KeyChanged, when set, is told a key's id after the console revoked
+	// or rotated it or changed its limits, so the proxy in this process
+	// drops its cached copy and the change holds on the key's next request.
+	KeyChanged func(keyID int64)
+
 	// Argon2 are the password hashing parameters; nil means
 	// argon2id.DefaultParams. Tests pass cheap ones.
 	Argon2 *argon2id.Params
@@ -221,6 +226,10 @@ func (c *Console) routes() []route {
 		{http.MethodPost, "/console/keys", t(c.createKey)},
 		{http.MethodGet, newKeyPrefix + ":id", t(c.newKey)},
 		{http.MethodPost, "/console/keys/:id/revoke", t(c.revokeKey)},
+		{http.MethodGet, "/console/keys/:id/rotate", t(c.confirmRotate)},
+		{http.MethodPost, "/console/keys/:id/rotate", t(c.rotateKey)},
+		{http.MethodGet, "/console/keys/:id/limits", t(c.keyLimitsForm)},
+		{http.MethodPost, "/console/keys/:id/limits", t(c.saveKeyLimits)},
 		{http.MethodGet, "/console/users", t(c.users)},
 		{http.MethodGet, "/console/users/:id", t(c.user)},
 		{http.MethodGet, "/console/users/:id/export", t(c.exportUser)},
@@ -330,6 +339,8 @@ func notice(key string) string {
 		return "Account enabled."
 	case "revoke":
 		return "Key revoked."
+	case "key-limits":
+		return "Key limits saved: they apply from the key's next request."
 	case "entered":
 		return "You are now acting in this tenant."
 	case "purge":

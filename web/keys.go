@@ -17,7 +17,8 @@ import (
 )
 
 const (
-	listKeysSQL = `SELECT k.id, k.name, k.prefix, k.user_id, u.name, k.scope, k.created_at, k.last_used_at, k.revoked_at
+	listKeysSQL = `SELECT k.id, k.name, k.prefix, k.user_id, u.name, k.scope, k.created_at, k.last_used_at, k.revoked_at,
+	k.expires_at, k.rotated_at, k.requests_per_minute, k.tokens_per_minute, k.tokens_per_day
 FROM api_keys k JOIN memory_users u ON u.tenant_id = k.tenant_id AND u.id = k.user_id
 WHERE k.tenant_id = $1 AND ($2::bigint = 0 OR k.user_id = $2) AND ($3::bigint = 0 OR k.id = $3)
 ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC, k.id DESC`
@@ -35,6 +36,10 @@ type keyRow struct {
 	Created  time.Time
 	LastUsed *time.Time
 	Revoked  *time.Time
+	Expires  *time.Time
+	Rotated  *time.Time
+	RPM, TPM *int
+	TPD      *int64
 }
 
 // listKeys reads the tenant's keys, optionally only one user's or one key.
@@ -57,7 +62,10 @@ func (c *Console) listKeys(ctx context.Context, tenantID, userID, keyID int64) (
 		out[i] = templates.KeyRow{
 			ID: k.ID, Name: k.Name, Prefix: k.Prefix, User: k.User, UserID: k.UserID, Scope: k.Scope.Label(),
 			Created: exact(k.Created), LastUsed: agoPtr(k.LastUsed, now),
+			Expires: keyEnd(k.Expires, k.Rotated, now), Expired: k.Expires != nil && !now.Before(*k.Expires),
+			Limits: limitsLabel(store.KeyLimits{RequestsPerMinute: k.RPM, TokensPerMinute: k.TPM, TokensPerDay: k.TPD}),
 		}
+		out[i].Rotatable = k.Revoked == nil && k.Rotated == nil && !out[i].Expired
 		if k.Revoked != nil {
 			out[i].Revoked = exact(*k.Revoked)
 		}
@@ -149,12 +157,17 @@ func (c *Console) createKey(ec echo.Context, s *session) error {
 	name := strings.TrimSpace(ec.FormValue("name"))
 	userField := ec.FormValue("user_id")
 	newUser := strings.TrimSpace(ec.FormValue("new_user"))
+	expiresField := strings.TrimSpace(ec.FormValue("expires"))
 	problem := ""
 	switch {
 	case name == "":
 		problem = "Name the key (say, after the agent or machine that will use it), so that you can tell it apart later."
 	case utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) || strings.ContainsAny(name, "\x00\r\n"):
 		problem = "Use a key name of up to 100 characters, on one line."
+	}
+	expires, why := parseKeyExpiry(expiresField, time.Now())
+	if problem == "" {
+		problem = why
 	}
 	// No scope in the form (an older page, a script) is a pinned key.
 	scope := store.ScopeUser
@@ -195,7 +208,7 @@ func (c *Console) createKey(ec echo.Context, s *session) error {
 		if err != nil {
 			return c.internal(ec, err)
 		}
-		v.Error, v.Name, v.NewUser = problem, name, newUser
+		v.Error, v.Name, v.NewUser, v.Expires = problem, name, newUser, expiresField
 		for i := range v.Users {
 			v.Users[i].Selected = v.Users[i].Value == userField
 		}
@@ -205,13 +218,15 @@ func (c *Console) createKey(ec echo.Context, s *session) error {
 		v.NewUserChosen = userField == "new"
 		return c.render(ec, http.StatusBadRequest, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
 	}
-	keyID, key, err := c.db.CreateKeyScoped(ctx, s.TenantID, userID, name, scope)
+	keyID, key, err := c.db.CreateKeyWith(ctx, s.TenantID, userID, store.KeyOptions{Name: name, Scope: scope, ExpiresAt: expires})
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	c.recordOrLog(ctx, actor(ec, s, "key.create", name, map[string]any{
-		"key_id": keyID, "key_prefix": store.ShortPrefix(key), "user": user, "scope": string(scope),
-	}))
+	detail := map[string]any{"key_id": keyID, "key_prefix": store.ShortPrefix(key), "user": user, "scope": string(scope)}
+	if expires != nil {
+		detail["expires_at"] = exact(*expires)
+	}
+	c.recordOrLog(ctx, actor(ec, s, "key.create", name, detail))
 	id, err := c.putReveal(ec, s.TenantID, store.RevealKey, key, map[string]string{
 		"name": name, "prefix": store.ShortPrefix(key), "user": user, "scope": string(scope),
 	})
@@ -237,6 +252,7 @@ func (c *Console) newKey(ec echo.Context, s *session) error {
 	}
 	conn := c.revealedKey(r)
 	v.New = &conn
+	v.Rotated = rotatedNote(r.About)
 	return c.render(ec, http.StatusOK, templates.KeysPage(c.page(ec, s, "API keys", "keys"), v))
 }
 
@@ -249,6 +265,7 @@ func (c *Console) revokeKey(ec echo.Context, s *session) error {
 	if err := c.db.RevokeKey(ctx, s.TenantID, id); err != nil {
 		return c.internal(ec, err)
 	}
+	c.keyChanged(id)
 	rows, err := c.listKeys(ctx, s.TenantID, 0, id)
 	if err != nil {
 		return c.internal(ec, err)

@@ -40,14 +40,29 @@ func TestSignUpLandsOnConnectPageWithKeyShownOnce(t *testing.T) {
 		}
 	}
 	snippets := []struct{ testid, want string }{
-		{"snippet-openai", `base_url="` + wantOpenAI + `"`},
-		{"snippet-anthropic", `base_url="` + wantAnthropic + `"`},
-		{"snippet-agent", `ANTHROPIC_BASE_URL="` + wantAnthropic + `"`},
+		// The SDKs send the key in X-Perpetuity-Key, not in the URL.
+		{"snippet-openai", `base_url="` + srv.URL + `/v1"`},
+		{"snippet-openai", `default_headers={"X-Perpetuity-Key": "` + key + `"}`},
+		{"snippet-openai-node", `baseURL: "` + srv.URL + `/v1"`},
+		{"snippet-openai-node", `defaultHeaders: { "X-Perpetuity-Key": "` + key + `" }`},
+		{"snippet-anthropic", `base_url="` + srv.URL + `"`},
+		{"snippet-anthropic", `default_headers={"X-Perpetuity-Key": "` + key + `"}`},
+		{"snippet-anthropic-node", `import Anthropic from "@anthropic-ai/sdk"`},
+		{"snippet-anthropic-node", `defaultHeaders: { "X-Perpetuity-Key": "` + key + `" }`},
+		{"snippet-agent", `ANTHROPIC_BASE_URL="` + srv.URL + `"`},
+		{"snippet-agent", `ANTHROPIC_CUSTOM_HEADERS="X-Perpetuity-Key: ` + key + `"`},
 		{"snippet-agent", `OPENAI_BASE_URL="` + wantOpenAI + `"`},
+		{"proxy-base-openai", srv.URL + "/v1"},
+		{"proxy-header-key", key},
 	}
 	for _, s := range snippets {
 		if got := p.TestID(s.testid).Text(); !strings.Contains(got, s.want) {
 			t.Errorf("%s lacks %q:\n%s", s.testid, s.want, got)
+		}
+	}
+	for _, id := range []string{"snippet-openai", "snippet-openai-node", "snippet-anthropic", "snippet-anthropic-node"} {
+		if got := p.TestID(id).Text(); strings.Contains(got, "/k/") {
+			t.Errorf("%s puts the key in the URL though the SDK can send a header:\n%s", id, got)
 		}
 	}
 

@@ -233,7 +233,8 @@ func routeLevel(method, path string) int {
 	case strings.HasPrefix(path, "/platform/"), method == http.MethodPost && path == "/console/dictionaries",
 		strings.Contains(path, "reset-link"):
 		return 3
-	case strings.HasPrefix(path, "/console/keys/new/") || strings.HasPrefix(path, "/console/welcome/"):
+	case strings.HasPrefix(path, "/console/keys/new/") || strings.HasPrefix(path, "/console/welcome/"),
+		strings.HasPrefix(path, "/console/keys/:id/"): // a key's rotation and limits pages are the admin's
 		return 2
 	case path == "/console/accounts" || strings.HasPrefix(path, "/console/accounts/") || path == "/console/audit",
 		strings.HasPrefix(path, "/console/dictionaries") || strings.HasPrefix(path, "/console/integrity"),

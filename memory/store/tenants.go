@@ -205,16 +205,29 @@ type KeyIdentity struct {
 	UserName          string
 	UserFieldIdentity bool
 	Scope             KeyScope
+	// ExpiresAt is the key's end (nil: none); the proxy refuses the key
+	// from that instant (Expired), cached or not.
+	ExpiresAt *time.Time
+	// Limits are the key's own, over the tenant's (keylife.go).
+	Limits KeyLimits
 }
 
 const resolveKeySQL = `SELECT tenant_id, key_id, user_id, user_name, user_field_identity, scope FROM resolve_api_key($1)`
 
-// ResolveKey finds the live key with this value. It is the only lookup not
-// scoped by a tenant, because the key is what names the tenant.
+// ResolveKey finds the unrevoked key with this value, ended or not (the
+// caller refuses an ended key with its own answer, KeyIdentity.Expired).
+// The lookup is the only one not scoped by a tenant, because the key is
+// what names the tenant; its end and own limits are then read in it.
 func (db *DB) ResolveKey(ctx context.Context, key string) (KeyIdentity, error) {
 	var k KeyIdentity
 	err := db.Pool.QueryRow(ctx, resolveKeySQL, HashKey(key)).Scan(&k.TenantID, &k.KeyID, &k.UserID, &k.UserName, &k.UserFieldIdentity, &k.Scope)
-	return k, notFound(err)
+	if err != nil {
+		return k, notFound(err)
+	}
+	if err := db.keyLife(ctx, &k); err != nil {
+		return KeyIdentity{}, fmt.Errorf("key lifecycle: %w", notFound(err))
+	}
+	return k, nil
 }
 
 const touchKeySQL = `UPDATE api_keys SET last_used_at = now()

@@ -51,9 +51,9 @@ func (b Budget) Charge(tokens int) {
 }
 
 // allowTokens is Budget.Allow: the key's token refusal under the
-// tenant's current limits, or nil.
+// tenant's current limits (the key's own where it has them), or nil.
 func (lm *Limiter) allowTokens(ctx context.Context, k store.KeyIdentity) *Refusal {
-	l := lm.limits(ctx, k.TenantID)
+	l := k.Limits.Over(lm.limits(ctx, k.TenantID))
 	if l.TokensPerMinute == 0 && l.TokensPerDay == 0 {
 		return nil
 	}

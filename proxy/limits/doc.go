@@ -8,7 +8,11 @@
 //   - The limits are set per tenant (store.Limits, `perpetuity tenant
 //     limits`) and apply to each of the tenant's keys on its own; a tenant
 //     without limits of its own gets the defaults (proxy.Config.KeyRPM and
-//     KeyTPM). 0 is
+//     KeyTPM). A key may have limits of its own (store.KeyLimits, the
+//     console's key limits form), which replace the tenant's field by field;
+//     they come with the resolved key, so an edit holds on the next request
+//     in the process that made it and within the key cache's TTL elsewhere.
+//     0 is
 //     unlimited. A tenant's limits are read through a cache that trusts an
 //     entry for limitsCacheTTL, so a change takes effect within seconds.
 //   - Counting is in-process: with N replicas behind a balancer a key may

@@ -203,7 +203,7 @@ type Verdict struct {
 // Admit decides whether the key may make a request now, and takes a
 // request token when it may.
 func (lm *Limiter) Admit(ctx context.Context, k store.KeyIdentity) Verdict {
-	l := lm.limits(ctx, k.TenantID)
+	l := k.Limits.Over(lm.limits(ctx, k.TenantID))
 	if l.RequestsPerMinute == 0 && l.TokensPerMinute == 0 && l.TokensPerDay == 0 {
 		return Verdict{}
 	}
