@@ -32,6 +32,7 @@ type Config struct {
 	KeyRPM            int              // PERPETUITY_KEY_RPM
 	KeyTPM            int              // PERPETUITY_KEY_TPM
 	KeyUsersPerDay    int              // PERPETUITY_KEY_USERS_PER_DAY
+	InspectRetention  time.Duration    // PERPETUITY_INSPECT_RETENTION
 }
 
 type envVar struct {
@@ -59,6 +60,7 @@ var envVars = []envVar{
 	{"PERPETUITY_KEY_RPM", "0", "Requests per minute each key may make, for tenants without limits of their own (`perpetuity tenant limits`); 0 is unlimited. Counted per replica."},
 	{"PERPETUITY_KEY_TPM", "0", "Provider tokens (input + output) per minute each key may spend, for tenants without limits of their own; 0 is unlimited. Counted per replica."},
 	{"PERPETUITY_KEY_USERS_PER_DAY", "1000", "New memory users each key may create per UTC day (`X-Perpetuity-User`, a user field that is the identity, an import line's `user`); past it such requests get a 429, existing users still work. 0 is unlimited."},
+	{"PERPETUITY_INSPECT_RETENTION", "168h", "How long the console's request inspector keeps what each request's provider received from memory and answered (frame, tool calls, reply); 0 keeps none. Purged with the user."},
 }
 
 // LoadConfig reads the configuration through getenv and validates it; an
@@ -155,6 +157,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		*v.dst = n
 	}
+	ir, err := time.ParseDuration(get("PERPETUITY_INSPECT_RETENTION"))
+	if err != nil || ir < 0 {
+		return c, fmt.Errorf("PERPETUITY_INSPECT_RETENTION: want a duration such as 168h, or 0 to keep no records")
+	}
+	c.InspectRetention = ir
 	return c, nil
 }
 

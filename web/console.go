@@ -88,6 +88,10 @@ type Config struct {
 	InvitesPerHour int           // invitations a team may make per hour; default 20
 	InvitesPerDay  int           // and per 24 hours; default 100
 
+	// InspectRetention is how long the proxy keeps request records for the
+	// inspector (inspector.go); the pages say so. 0: none are kept.
+	InspectRetention time.Duration
+
 	// Argon2 are the password hashing parameters; nil means
 	// argon2id.DefaultParams. Tests pass cheap ones.
 	Argon2 *argon2id.Params
@@ -227,6 +231,8 @@ func (c *Console) routes() []route {
 		{http.MethodGet, "/console/memory", t(c.memory)},
 		{http.MethodGet, "/console/conversations/:id", t(c.conversation)},
 		{http.MethodGet, "/console/items/:id", t(c.item)},
+		{http.MethodGet, "/console/requests", t(c.requests)},
+		{http.MethodGet, "/console/requests/:id", t(c.request)},
 		{http.MethodGet, "/console/accounts", t(c.accounts)},
 		{http.MethodPost, "/console/accounts/invite", t(c.invite)},
 		{http.MethodPost, "/console/accounts/:id/role", t(c.setRole)},

@@ -108,16 +108,18 @@ type RequestRow struct {
 
 const requestColumns = `r.id, r.at, coalesce(r.user_id, 0), coalesce(u.name, ''), r.dialect, r.provider, r.model, r.status,
 		r.duration_ms, r.frame_items, r.frame_tokens, r.tokens_in, r.tokens_out, p.request_id IS NOT NULL,
-		coalesce(p.record->>'question', '')
+		coalesce(p.record->>'question', '')`
+
+const requestFrom = `
 	FROM requests r
 	LEFT JOIN request_inspections p ON p.tenant_id = r.tenant_id AND p.request_id = r.id
 	LEFT JOIN memory_users u ON u.tenant_id = r.tenant_id AND u.id = r.user_id`
 
 const (
-	listRequestsSQL = `SELECT ` + requestColumns + `
+	listRequestsSQL = `SELECT ` + requestColumns + requestFrom + `
 	WHERE r.tenant_id = $1 AND ($2::bigint = 0 OR r.user_id = $2)
 	ORDER BY r.at DESC, r.id DESC LIMIT $3`
-	getRequestSQL = `SELECT ` + requestColumns + `, coalesce(p.record, 'null'::jsonb)
+	getRequestSQL = `SELECT ` + requestColumns + `, coalesce(p.record, 'null'::jsonb)` + requestFrom + `
 	WHERE r.tenant_id = $1 AND r.id = $2`
 	framesOfItemSQL = `SELECT x.request_id, p.at, x.shown, p.user_id, coalesce(p.record->>'question', '')
 	FROM request_inspection_items x

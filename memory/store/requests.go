@@ -29,6 +29,10 @@ type RequestRecord struct {
 	// of the tenant older than the retention go in that statement too.
 	Inspection       *Inspection
 	InspectRetention time.Duration
+	// PruneInspections prunes with a record not kept (a probe, or the
+	// inspector turned off with a retention of 0, which prunes them all):
+	// the proxy sets it, other writers of figures leave records alone.
+	PruneInspections bool
 }
 
 const insertRequestSQL = `INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
@@ -54,6 +58,14 @@ const insertInspectedSQL = `WITH r AS (
 		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($15::bigint[], $16::boolean[]) AS x(item_id, shown))
 	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $17::double precision)`
 
+// insertPrunedSQL writes the figures and prunes, keeping no record.
+const insertPrunedSQL = `WITH r AS (
+		INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
+			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		RETURNING id)
+	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $14::double precision)`
+
 // RecordRequest stores one request's figures, and its inspection when
 // there is one to keep.
 func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
@@ -68,6 +80,9 @@ func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
 		ids, shown := r.Inspection.index()
 		q = insertInspectedSQL
 		args = append(args, doc, ids, shown, r.InspectRetention.Seconds())
+	} else if r.PruneInspections {
+		q = insertPrunedSQL
+		args = append(args, max(r.InspectRetention, 0).Seconds())
 	}
 	return db.InTenant(ctx, r.TenantID, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, q, args...); err != nil {
