@@ -3,10 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
 
 // inspected records one request of userID whose frame showed shown and
@@ -226,5 +228,50 @@ func TestPurgeRemovesInspections(t *testing.T) {
 		if r.Inspected || r.Question != "" {
 			t.Errorf("alice's request %d still shows its record", r.ID)
 		}
+	}
+}
+
+// BenchmarkRecordRequest: the statement after each reply, as main wrote it
+// (figures) and with a record of a typical frame (20 items, 8 turns, one
+// tool call, a short reply) and the prune.
+func BenchmarkRecordRequest(b *testing.B) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbtest.Shared(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(db.Close)
+	nt, err := db.CreateTenantWith(ctx, "bench-record", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := &store.Inspection{Question: "which platform does the ferry leave from on fridays?", FrameTokens: 1800, FrameItems: 20,
+		Reply: strings.Repeat("It leaves from platform nine. ", 10),
+		Tools: []store.InspectToolRun{{Round: 1, Name: "memory_search", Args: `{"query":"ferry"}`, Result: strings.Repeat("a found turn ", 60)}}}
+	for i := range 8 {
+		in.Turns = append(in.Turns, store.InspectTurn{Role: "user", Text: strings.Repeat("a remembered turn of text ", 40+i)})
+	}
+	for i := range 30 {
+		in.Items = append(in.Items, store.InspectItem{ID: int64(1000 + i), ConvID: 7, UserID: nt.UserID, Score: 3.2, Rank: i, Heat: 1.5,
+			Reasons: []string{"match", "neighbour"}, Shown: i < 20, Tokens: 90, Role: "user", Speaker: "alice",
+			Excerpt: strings.Repeat("excerpt ", 30)})
+	}
+	for _, bc := range []struct {
+		name string
+		rec  store.RequestRecord
+	}{
+		{"figures", store.RequestRecord{}},
+		{"figures+prune", store.RequestRecord{PruneInspections: true, InspectRetention: 168 * time.Hour}},
+		{"inspected", store.RequestRecord{Inspection: in, PruneInspections: true, InspectRetention: 168 * time.Hour}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := bc.rec
+			r.TenantID, r.RequestID, r.UserID, r.Dialect, r.Provider, r.Model, r.Status = nt.TenantID, "req_bench", nt.UserID, "openai-chat", "openai", "gpt-4o-mini", 200
+			for b.Loop() {
+				if err := db.RecordRequest(ctx, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
