@@ -34,6 +34,7 @@ type Config struct {
 	KeyUsersPerDay    int              // PERPETUITY_KEY_USERS_PER_DAY
 	DrainReadyDelay   time.Duration    // PERPETUITY_DRAIN_READY_DELAY
 	DrainTimeout      time.Duration    // PERPETUITY_DRAIN_TIMEOUT
+	InspectRetention  time.Duration    // PERPETUITY_INSPECT_RETENTION
 }
 
 type envVar struct {
@@ -63,6 +64,7 @@ var envVars = []envVar{
 	{"PERPETUITY_DRAIN_READY_DELAY", "2s", "On SIGTERM, how long `/readyz` answers 503 while the listener still takes requests, so that the balancer takes the replica out of rotation before it stops accepting; 0 closes the listener at once."},
 	{"PERPETUITY_DRAIN_TIMEOUT", "30s", "On SIGTERM, how long requests in flight (streams included) may take to finish; past it each is cut with its dialect's error event and its partial reply is stored flagged interrupted."},
 	{"PERPETUITY_KEY_USERS_PER_DAY", "1000", "New memory users each key may create per UTC day (`X-Perpetuity-User`, a user field that is the identity, an import line's `user`); past it such requests get a 429, existing users still work. 0 is unlimited."},
+	{"PERPETUITY_INSPECT_RETENTION", "168h", "How long the console's request inspector keeps what each request's provider received from memory and answered (frame, tool calls, reply); 0 keeps none. Purged with the user."},
 }
 
 // LoadConfig reads the configuration through getenv and validates it; an
@@ -170,6 +172,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		*v.dst = d
 	}
+	ir, err := time.ParseDuration(get("PERPETUITY_INSPECT_RETENTION"))
+	if err != nil || ir < 0 {
+		return c, fmt.Errorf("PERPETUITY_INSPECT_RETENTION: want a duration such as 168h, or 0 to keep no records")
+	}
+	c.InspectRetention = ir
 	return c, nil
 }
 

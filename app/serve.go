@@ -74,6 +74,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams, ToolRounds: cfg.ToolRounds,
 		MaxBodyBytes: cfg.MaxBodyBytes, CaptureTimeout: cfg.CaptureTimeout, FrameCeiling: cfg.FrameCeiling,
 		Limits: db, KeyRPM: cfg.KeyRPM, KeyTPM: cfg.KeyTPM, KeyUsersPerDay: cfg.KeyUsersPerDay,
+		InspectRetention: cfg.InspectRetention,
 	}, db, eng, log)
 
 	met := newMetrics(eng)
@@ -99,9 +100,10 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 		}
 	}()
 	console, err := web.New(web.Config{
-		PublicURL:     cfg.PublicURL,
-		SecureCookies: cfg.ServedOverTLS(),
-		KeyChanged:    px.ForgetKey,
+		PublicURL:        cfg.PublicURL,
+		SecureCookies:    cfg.ServedOverTLS(),
+		KeyChanged:       px.ForgetKey,
+		InspectRetention: cfg.InspectRetention,
 	}, db, web.NewEngineMemory(db, eng), log)
 	if err != nil {
 		return fmt.Errorf("console: %w", err)

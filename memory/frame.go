@@ -17,6 +17,8 @@ type cand struct {
 	heat      float64 // after this turn's (possibly virtual) reheat
 	rank      int     // retrieval rank, -1 when not retrieved
 	mandatory bool
+	score     float32 // the retrieval score of a match, 0 otherwise
+	why       Reason  // every way it came in, for the request inspector
 }
 
 // Frame builds what the model sees this turn (DESIGN §6): the items still
@@ -225,7 +227,9 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs
 	for _, w := range in.Warm {
 		h := Heat(Activation{TLast: w.TLast, Peak: w.Peak}, in.Clock, w.Tau)
 		if h >= WarmThreshold {
-			get(w.ItemID).heat = h
+			c := get(w.ItemID)
+			c.heat = h
+			c.why |= ReasonWarm
 		}
 	}
 	rankOf := make(map[int64]int, len(hits))
@@ -233,17 +237,21 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs
 		rankOf[h.ID] = i
 		c := get(h.ID)
 		c.rank = i
+		c.score = h.Score
+		c.why |= ReasonMatch
 		if p := RankPeak(i); p > c.heat {
 			c.heat = p
 		}
 		if i < mandatoryHits {
 			c.mandatory = true
+			c.why |= ReasonMandatory
 		}
 	}
 	// A match's conversation and chain neighbours come in r places below
 	// it, unless they rank better already.
-	bring := func(id int64, r int) {
+	bring := func(id int64, r int, why Reason) {
 		c := get(id)
+		c.why |= why
 		if p := RankPeak(r); p > c.heat {
 			c.heat = p
 			if c.rank < 0 || c.rank > r {
@@ -254,16 +262,16 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs
 	for _, nb := range nbs {
 		r := rankOf[nb.id] + e.opt.Context.Lag
 		if nb.next.ID != 0 {
-			bring(nb.next.ID, r)
+			bring(nb.next.ID, r, ReasonNeighbour)
 		}
 		if e.opt.Context.Prev && nb.prev.ID != 0 {
-			bring(nb.prev.ID, r)
+			bring(nb.prev.ID, r, ReasonNeighbour)
 		}
 	}
 	for _, ch := range chs {
 		r := rankOf[ch.id] + e.opt.Context.ChainLag
 		for _, l := range ch.links {
-			bring(l.ID, r)
+			bring(l.ID, r, ReasonChain)
 		}
 	}
 	// A turn of a date the question names ranks with the good matches even
@@ -271,7 +279,9 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs
 	// did; a dated turn keeps the better of its ranks. Overlapping ranges
 	// (a day inside a named month) list a turn twice: it counts once.
 	lift := func(id int64, r int) {
-		if c := get(id); c.rank < 0 || c.rank > r {
+		c := get(id)
+		c.why |= ReasonDate
+		if c.rank < 0 || c.rank > r {
 			c.rank = r
 			if p := RankPeak(r); p > c.heat {
 				c.heat = p
@@ -300,12 +310,15 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs
 	for _, id := range in.Recent {
 		c := get(id)
 		c.mandatory = true
+		c.why |= ReasonRecent
 		if c.heat < BornPeak {
 			c.heat = BornPeak
 		}
 	}
 	for _, id := range q.LiveItems {
-		get(id).mandatory = true
+		c := get(id)
+		c.mandatory = true
+		c.why |= ReasonLive
 	}
 	out := make([]cand, 0, len(by))
 	for _, c := range by {
@@ -397,6 +410,7 @@ const fetchLimit = 400
 // budget, drops the lowest-priority non-mandatory item.
 func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[int64]int, labels store.Labels, budget int) (Frame, map[int64]bool, error) {
 	all := len(cands)
+	considered := cands
 	if len(cands) > fetchLimit {
 		cands = cands[:fetchLimit]
 	}
@@ -452,6 +466,9 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 			shown := make(map[int64]bool, len(chosen))
 			for _, c := range chosen {
 				shown[c.id] = true
+			}
+			if q.Explain {
+				f.Considered, f.Left = explain(considered, shown, toks, byID)
 			}
 			return f, shown, nil
 		}

@@ -62,6 +62,9 @@ type FrameQuery struct {
 	// trimmed frame names the tool that reaches what was left out.
 	Tools bool
 	Now   time.Time
+	// Explain asks for Frame.Considered, for the request inspector; off,
+	// the frame costs nothing more.
+	Explain bool
 }
 
 // Turn is one rendered message of the frame.
@@ -80,4 +83,9 @@ type Frame struct {
 	// retrieval before the cap (what memory_reopen reaches).
 	Shown     []int64
 	Retrieved []int64
+	// Considered, with FrameQuery.Explain, is every rendered item and the
+	// best of those the budget left out, in the frame's priority order;
+	// Left counts all the candidates left out (explain.go).
+	Considered []Considered
+	Left       int
 }

@@ -71,6 +71,12 @@ type turn struct {
 	loop *toolloop.Loop
 	// session is the harness's own session id, when it sent one.
 	session harnessSession
+	// What the provider answered, for the request inspector: the last
+	// round's status (0 when never reached), how long the first round took
+	// to answer, and how many rounds were sent.
+	upStatus  int
+	upLatency time.Duration
+	rounds    int
 }
 
 func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
@@ -137,6 +143,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 				Ceiling: p.cfg.FrameCeiling, Budget: t.sw.budget, Probe: t.sw.probe || !t.sw.capture,
 				// A user not created (a probe naming a new name) has no memory to search.
 				Tools: p.toolsFor(t) && t.who.UserID != 0, Now: time.Now(),
+				Explain: p.inspects(t),
 			}
 			f, err := p.mem.Frame(ctx, q)
 			if err != nil {
@@ -290,6 +297,10 @@ func (p *Proxy) record(t *turn, r reply, status int) {
 	}
 	if t.frame != nil {
 		rec.FrameItems, rec.FrameTokens = t.frame.Items, t.frame.Tokens
+	}
+	rec.PruneInspections, rec.InspectRetention = true, p.cfg.InspectRetention
+	if p.inspects(t) {
+		rec.Inspection = t.inspection(r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
 	defer cancel()

@@ -81,6 +81,9 @@ type Config struct {
 	// for minutes), only on each write, so a client that stops reading is
 	// dropped, freeing its handler and the provider's generation.
 	WriteStall time.Duration
+	// InspectRetention is how long the request inspector keeps what a
+	// request's provider received and answered (inspect.go); 0 keeps none.
+	InspectRetention time.Duration
 }
 
 // Proxy serves the provider-shaped routes.

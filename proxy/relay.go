@@ -46,7 +46,15 @@ func (p *Proxy) send(c echo.Context, t *turn, body []byte) (*http.Response, repl
 		return nil, reply{}, fmt.Errorf("build upstream request: %w", err)
 	}
 	up.Header = t.up.header.Clone()
+	sent := time.Now()
 	resp, err := p.client.Do(up)
+	t.rounds++
+	if err == nil {
+		t.upStatus = resp.StatusCode
+		if t.rounds == 1 {
+			t.upLatency = time.Since(sent)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, reply{interrupted: true}, nil // the client left before the provider answered

@@ -29,6 +29,7 @@ type ItemDetail struct {
 	UserID int64
 	User   string
 	Chain  []ChainGroup
+	Frames []ItemFrame // kept requests it was in (inspector.templ)
 }
 
 // Where is when the neighbour was said, and in which conversation when it

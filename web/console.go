@@ -92,6 +92,9 @@ type Config struct {
 	// or rotated it or changed its limits, so the proxy in this process
 	// drops its cached copy and the change holds on the key's next request.
 	KeyChanged func(keyID int64)
+	// InspectRetention is how long the proxy keeps request records for the
+	// inspector (inspector.go); the pages say so. 0: none are kept.
+	InspectRetention time.Duration
 
 	// Argon2 are the password hashing parameters; nil means
 	// argon2id.DefaultParams. Tests pass cheap ones.
@@ -236,6 +239,8 @@ func (c *Console) routes() []route {
 		{http.MethodGet, "/console/memory", t(c.memory)},
 		{http.MethodGet, "/console/conversations/:id", t(c.conversation)},
 		{http.MethodGet, "/console/items/:id", t(c.item)},
+		{http.MethodGet, "/console/requests", t(c.requests)},
+		{http.MethodGet, "/console/requests/:id", t(c.request)},
 		{http.MethodGet, "/console/accounts", t(c.accounts)},
 		{http.MethodPost, "/console/accounts/invite", t(c.invite)},
 		{http.MethodPost, "/console/accounts/:id/role", t(c.setRole)},

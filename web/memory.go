@@ -256,6 +256,10 @@ func (c *Console) item(ec echo.Context, s *session) error {
 	if err := c.auditView(ec, s, it.UserID, "item", []int64{it.ID}, map[string]any{"conversation_id": it.ConversationID}); err != nil {
 		return c.internal(ec, err)
 	}
-	v := templates.ItemDetail{Item: toView([]Item{it}, time.Now())[0], UserID: it.UserID, User: user, Chain: groups[it.ID]}
+	frames, err := c.itemFrames(ctx, s.TenantID, it.ID)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	v := templates.ItemDetail{Item: toView([]Item{it}, time.Now())[0], UserID: it.UserID, User: user, Chain: groups[it.ID], Frames: frames}
 	return c.render(ec, http.StatusOK, templates.ItemPage(c.page(ec, s, "Item #"+strconv.FormatInt(it.ID, 10), "memory"), v))
 }

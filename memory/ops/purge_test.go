@@ -29,6 +29,9 @@ func (f *fixture) userState(t *testing.T, userID int64) string {
 		`SELECT src_id || '>' || dst_id || ':' || relation || ':' || weight FROM chain_edges WHERE tenant_id = $1 AND user_id = $2 ORDER BY 1`,
 		`SELECT s.message_id || ':' || s.item_ids::text FROM reply_sources s JOIN messages m ON m.tenant_id = s.tenant_id AND m.id = s.message_id
 			WHERE s.tenant_id = $1 AND m.user_id = $2 ORDER BY 1`,
+		`SELECT p.request_id || ':' || p.record::text || ':' || (SELECT string_agg(x.item_id || '/' || x.shown, ',' ORDER BY x.item_id)
+			FROM request_inspection_items x WHERE x.tenant_id = p.tenant_id AND x.request_id = p.request_id)
+			FROM request_inspections p WHERE p.tenant_id = $1 AND p.user_id = $2 ORDER BY 1`,
 	} {
 		rows, err := f.owner.Query(context.Background(), q, f.nt.TenantID, userID)
 		if err != nil {
@@ -100,7 +103,25 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 			t.Fatalf("warm arena holds %d items, want 43", a.Count)
 		}
 	}
-	bobBefore := f.userState(t, bob.UserID)
+	// The request inspector's records: alice's, bob's own, and one of
+	// bob's whose frame left out an item of alice's (a record naming her
+	// memory goes with it, whoever asked).
+	inspect := func(who memory.Who, rid string, shown, left int64) {
+		t.Helper()
+		in := &store.Inspection{Question: "garden tomatoes Zorblax", Reply: "the tomatoes",
+			Items: []store.InspectItem{{ID: shown, Shown: true, Reasons: []string{"match"}}}}
+		if left != 0 {
+			in.Items = append(in.Items, store.InspectItem{ID: left, Reasons: []string{"neighbour"}})
+		}
+		if err := f.db.RecordRequest(ctx, store.RequestRecord{TenantID: f.nt.TenantID, RequestID: rid, UserID: who.UserID,
+			Dialect: "openai", Provider: "openai", Status: 200, Inspection: in, InspectRetention: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inspect(alice, "r-alice", aliceItems[0], aliceItems[1])
+	inspect(bob, "r-bob", bobThread[0], 0)
+	bobBefore := f.userState(t, bob.UserID) // without the record that names alice's item
+	inspect(bob, "r-bob-alice", bobThread[1], aliceItems[2])
 	if err := f.db.RenameUser(ctx, f.nt.TenantID, alice.UserID, "Alice Martin", "console"); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +139,7 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id != alice.UserID || rep.Items != 20 || rep.Messages != 20 || rep.Conversations != 3 || rep.Edges != aliceEdges {
+	if id != alice.UserID || rep.Items != 20 || rep.Messages != 20 || rep.Conversations != 3 || rep.Edges != aliceEdges || rep.Inspections != 2 {
 		t.Fatalf("purge report %+v for user %d", rep, id)
 	}
 	for i, e := range []*memory.Engine{f.eng, other, f.engine()} {
@@ -144,6 +165,12 @@ func TestPurgeReachesEveryProcess(t *testing.T) {
 	}
 	if got := bindingsOf(bob.UserID); got != bobBindings || got == "" {
 		t.Fatalf("bob's bindings changed: %q, were %q", got, bobBindings)
+	}
+	if n := f.int64(t, `SELECT count(*) FROM request_inspection_items WHERE tenant_id = $1 AND item_id = ANY($2)`, f.nt.TenantID, aliceItems); n != 0 {
+		t.Fatalf("%d inspector rows still name alice's items", n)
+	}
+	if n := f.int64(t, `SELECT count(*) FROM request_inspections WHERE tenant_id = $1 AND user_id = $2`, f.nt.TenantID, bob.UserID); n != 1 {
+		t.Fatalf("%d of bob's inspector records left, want his own 1 of 2", n)
 	}
 	if got := f.userState(t, bob.UserID); got != bobBefore {
 		t.Fatalf("bob's memory changed:\n%s\n---\n%s", bobBefore, got)

@@ -22,7 +22,10 @@ type PurgeReport struct {
 	Conversations int64 `json:"conversations"`
 	Bindings      int64 `json:"bindings"`
 	Edges         int64 `json:"edges"` // the user's chain graph edges
-	Seq           int64 `json:"seq"`
+	// Inspections are the request inspector's records of the user's
+	// requests, and of others' requests whose frames held the user's items.
+	Inspections int64 `json:"inspections"`
+	Seq         int64 `json:"seq"`
 }
 
 const (
@@ -52,6 +55,10 @@ const (
 	purgeEdgesSQL   = `DELETE FROM chain_edges WHERE tenant_id = $1 AND user_id = $2`
 	purgeSourcesSQL = `DELETE FROM reply_sources s USING messages m
 		WHERE s.tenant_id = $1 AND m.tenant_id = $1 AND m.id = s.message_id AND m.user_id = $2`
+	// Before the items, whose owner the index names them by.
+	purgeInspectionsSQL = `DELETE FROM request_inspections p WHERE p.tenant_id = $1 AND (p.user_id = $2 OR EXISTS (
+			SELECT 1 FROM request_inspection_items x JOIN items i ON i.tenant_id = x.tenant_id AND i.id = x.item_id
+			WHERE x.tenant_id = $1 AND x.request_id = p.request_id AND i.user_id = $2))`
 	purgeItemsSQL    = `DELETE FROM items WHERE tenant_id = $1 AND user_id = $2`
 	purgeMessagesSQL = `DELETE FROM messages WHERE tenant_id = $1 AND user_id = $2`
 	purgeConvsSQL    = `DELETE FROM conversations WHERE tenant_id = $1 AND user_id = $2`
@@ -62,7 +69,8 @@ const (
 
 // PurgeUser removes a memory user's whole memory in one transaction: items
 // (with their retrieval rows, activations and reheats), their chain graph
-// edges and their replies' sources, messages,
+// edges and their replies' sources, the request inspector's records that
+// show any of it, messages,
 // conversations, the user's own activations of others' items, the
 // frequency counts they contributed, and the user's binding history (its
 // current name is bound again, as the user remains). A purge event in the tenant log makes
@@ -112,8 +120,8 @@ func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (
 		}
 		rep.Bindings = n
 		// Edges before the items, so the cascade takes none of them uncounted.
-		counts := []*int64{&rep.Edges, nil, &rep.Items, &rep.Messages, &rep.Conversations}
-		for i, q := range []string{purgeEdgesSQL, purgeSourcesSQL, purgeItemsSQL, purgeMessagesSQL, purgeConvsSQL} {
+		counts := []*int64{&rep.Edges, nil, &rep.Inspections, &rep.Items, &rep.Messages, &rep.Conversations}
+		for i, q := range []string{purgeEdgesSQL, purgeSourcesSQL, purgeInspectionsSQL, purgeItemsSQL, purgeMessagesSQL, purgeConvsSQL} {
 			tag, err := tx.Exec(ctx, q, tenantID, userID)
 			if err != nil {
 				return fmt.Errorf("purge rows: %w", err)

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -22,18 +24,68 @@ type RequestRecord struct {
 	FrameItems  int
 	FrameTokens int
 	DurationMS  float64
+	// Inspection, when set with a positive InspectRetention, is kept for
+	// the request inspector, in the same statement as the figures; records
+	// of the tenant older than the retention go in that statement too.
+	Inspection       *Inspection
+	InspectRetention time.Duration
+	// PruneInspections prunes with a record not kept (a probe, or the
+	// inspector turned off with a retention of 0, which prunes them all):
+	// the proxy sets it, other writers of figures leave records alone.
+	PruneInspections bool
 }
 
 const insertRequestSQL = `INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
 		tokens_in, tokens_out, frame_items, frame_tokens, duration_ms)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
-// RecordRequest stores one request's figures.
+// insertInspectedSQL writes the figures, the inspection, its item index
+// and prunes the tenant's expired records: one round trip, so that the
+// inspector costs the path after the reply (already off the client's) no
+// more than a few index entries. The prune walks request_inspections_at
+// from its oldest end and stops at the first record still kept.
+const insertInspectedSQL = `WITH r AS (
+		INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
+			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		RETURNING id, at),
+	ins AS (
+		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record)
+		SELECT $1, r.id, $3, r.at, $14::jsonb FROM r
+		RETURNING request_id),
+	idx AS (
+		INSERT INTO request_inspection_items (tenant_id, item_id, request_id, shown)
+		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($15::bigint[], $16::boolean[]) AS x(item_id, shown))
+	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $17::double precision)`
+
+// insertPrunedSQL writes the figures and prunes, keeping no record.
+const insertPrunedSQL = `WITH r AS (
+		INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
+			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		RETURNING id)
+	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $14::double precision)`
+
+// RecordRequest stores one request's figures, and its inspection when
+// there is one to keep.
 func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
-	return db.InTenant(ctx, r.TenantID, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, insertRequestSQL, r.TenantID, r.RequestID, r.UserID, r.Dialect, r.Provider, r.Model,
-			r.Status, r.Streamed, r.TokensIn, r.TokensOut, r.FrameItems, r.FrameTokens, r.DurationMS)
+	args := []any{r.TenantID, r.RequestID, r.UserID, r.Dialect, r.Provider, r.Model,
+		r.Status, r.Streamed, r.TokensIn, r.TokensOut, r.FrameItems, r.FrameTokens, r.DurationMS}
+	q := insertRequestSQL
+	if r.Inspection != nil && r.InspectRetention > 0 {
+		doc, err := json.Marshal(r.Inspection)
 		if err != nil {
+			return fmt.Errorf("record request: inspection: %w", err)
+		}
+		ids, shown := r.Inspection.index()
+		q = insertInspectedSQL
+		args = append(args, doc, ids, shown, r.InspectRetention.Seconds())
+	} else if r.PruneInspections {
+		q = insertPrunedSQL
+		args = append(args, max(r.InspectRetention, 0).Seconds())
+	}
+	return db.InTenant(ctx, r.TenantID, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, q, args...); err != nil {
 			return fmt.Errorf("record request: %w", err)
 		}
 		return nil

@@ -45,6 +45,26 @@ type Loop struct {
 	// harnessTools: the harness sent tools of its own.
 	harnessTools bool
 	body         []byte // the current round's request
+	// calls are the memory calls run, for the request inspector.
+	calls []Call
+}
+
+// Call is one memory tool call the loop ran and what it answered.
+type Call struct {
+	Round  int
+	Name   string
+	Args   string // the call's JSON arguments, as the model sent them
+	Result string
+	Millis float64
+	Failed bool
+}
+
+// Calls are the memory tool calls run so far, in order.
+func (l *Loop) Calls() []Call {
+	if l == nil {
+		return nil
+	}
+	return l.calls
 }
 
 // call is one tool call in a provider reply.
@@ -151,6 +171,7 @@ func (l *Loop) run(ctx context.Context, calls []call) []string {
 		}
 		start := time.Now()
 		res, err := l.tools.RunTool(ctx, l.state, c.name, json.RawMessage(c.args))
+		failed := err != nil
 		if err != nil {
 			if ctx.Err() == nil { // a client gone is no memory failure
 				l.log.Warn("memory tool failed", "request_id", l.rid, "tool", c.name, "err", err)
@@ -159,6 +180,8 @@ func (l *Loop) run(ctx context.Context, calls []call) []string {
 		}
 		l.log.Debug("memory tool", "request_id", l.rid, "tool", c.name, "round", l.round,
 			"result_bytes", len(res), "ms", time.Since(start).Milliseconds())
+		l.calls = append(l.calls, Call{Round: l.round, Name: c.name, Args: c.args, Result: res,
+			Millis: float64(time.Since(start).Microseconds()) / 1000, Failed: failed})
 		out[i] = res
 	}
 	return out

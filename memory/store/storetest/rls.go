@@ -146,8 +146,10 @@ func seedTenant(ctx context.Context, db *store.DB, name string) (store.NewTenant
 	if err := db.ApplyReheats(ctx, nt.TenantID, nt.UserID, got.Clock+1, []store.Reheat{{ItemID: got.ItemIDs[0], Peak: 2}}); err != nil {
 		return nt, fmt.Errorf("reheat: %w", err)
 	}
+	// requests, request_inspections, request_inspection_items
 	if err := db.RecordRequest(ctx, store.RequestRecord{TenantID: nt.TenantID, RequestID: "r1", UserID: nt.UserID,
-		Dialect: "openai", Provider: "openai", Status: 200}); err != nil {
+		Dialect: "openai", Provider: "openai", Status: 200, InspectRetention: time.Hour,
+		Inspection: &store.Inspection{Question: "hello", Items: []store.InspectItem{{ID: got.ItemIDs[0], Shown: true}}}}); err != nil {
 		return nt, err
 	}
 	gone, err := db.EnsureUser(ctx, nt.TenantID, "gone")

@@ -1,0 +1,277 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
+)
+
+// inspected records one request of userID whose frame showed shown and
+// left out left (0 for none).
+func inspected(t *testing.T, db *store.DB, tenantID, userID int64, rid string, keep time.Duration, shown, left int64) {
+	t.Helper()
+	in := &store.Inspection{Question: "where is the ferry " + rid, FrameTokens: 40, Reply: "at platform nine",
+		Turns: []store.InspectTurn{{Role: "user", Text: "【memory】"}},
+		Items: []store.InspectItem{{ID: shown, Shown: true, Score: 2.5, Rank: 0, Heat: 2, Reasons: []string{"match", "mandatory"}}},
+		Tools: []store.InspectToolRun{{Round: 1, Name: "memory_search", Args: `{"query":"ferry"}`, Result: "nothing"}}}
+	if left != 0 {
+		in.Items = append(in.Items, store.InspectItem{ID: left, Rank: 7, Heat: 0.4, Reasons: []string{"neighbour"}})
+	}
+	if err := db.RecordRequest(context.Background(), store.RequestRecord{TenantID: tenantID, RequestID: rid, UserID: userID,
+		Dialect: "openai-chat", Provider: "openai", Model: "gpt-4o-mini", Status: 200, FrameTokens: 40,
+		Inspection: in, InspectRetention: keep, PruneInspections: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInspectionRoundTrip: a record reads back whole on its request, the
+// list filters by user and says which requests have one, the item index
+// finds the record from each item it names, shown or left out; another
+// tenant finds none of it.
+func TestInspectionRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	nt, err := db.CreateTenantWith(ctx, "inspect-acme", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.CreateTenantWith(ctx, "inspect-other", "eve", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := db.EnsureUser(ctx, nt.TenantID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspected(t, db, nt.TenantID, nt.UserID, "r-alice", time.Hour, 101, 102)
+	inspected(t, db, nt.TenantID, bob, "r-bob", time.Hour, 201, 0)
+	// A request with no record (a probe): its figures are listed, not inspected.
+	if err := db.RecordRequest(ctx, store.RequestRecord{TenantID: nt.TenantID, RequestID: "r-probe", UserID: nt.UserID,
+		Dialect: "openai-chat", Provider: "openai", Status: 200, InspectRetention: time.Hour, PruneInspections: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name      string
+		user      int64
+		want      int
+		inspected int
+	}{{"all users", 0, 3, 2}, {"alice", nt.UserID, 2, 1}, {"bob", bob, 1, 1}} {
+		rows, err := db.Requests(ctx, nt.TenantID, tc.user, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range rows {
+			if r.Inspected {
+				n++
+				if r.Question == "" {
+					t.Errorf("%s: inspected request %d lists no question", tc.name, r.ID)
+				}
+			}
+			if tc.user != 0 && r.UserID != tc.user {
+				t.Errorf("%s: lists a request of user %d", tc.name, r.UserID)
+			}
+		}
+		if len(rows) != tc.want || n != tc.inspected {
+			t.Errorf("%s: %d requests, %d inspected; want %d, %d", tc.name, len(rows), n, tc.want, tc.inspected)
+		}
+	}
+	frames, err := db.FramesOfItem(ctx, nt.TenantID, 102, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) != 1 || frames[0].Shown || frames[0].UserID != nt.UserID {
+		t.Fatalf("frames of the left-out item: %+v", frames)
+	}
+	got, err := db.Request(ctx, nt.TenantID, frames[0].RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := got.Record
+	if rec == nil || rec.Question != "where is the ferry r-alice" || rec.Reply != "at platform nine" || len(rec.Items) != 2 ||
+		rec.Items[0].Reasons[1] != "mandatory" || rec.Items[0].Score != 2.5 || len(rec.Tools) != 1 || got.User != "alice" {
+		t.Fatalf("record read back: %+v %+v", got.RequestRow, rec)
+	}
+	if shown, err := db.FramesOfItem(ctx, nt.TenantID, 101, 10); err != nil || len(shown) != 1 || !shown[0].Shown {
+		t.Fatalf("frames of the shown item: %+v %v", shown, err)
+	}
+	if _, err := db.Request(ctx, other.TenantID, got.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another tenant reads the request: %v", err)
+	}
+	if fs, err := db.FramesOfItem(ctx, other.TenantID, 101, 10); err != nil || len(fs) != 0 {
+		t.Errorf("another tenant finds %d frames: %v", len(fs), err)
+	}
+	if rows, err := db.Requests(ctx, other.TenantID, 0, 50); err != nil || len(rows) != 0 {
+		t.Errorf("another tenant lists %d requests: %v", len(rows), err)
+	}
+}
+
+// TestInspectionRetention: a write prunes the tenant's records older
+// than the retention, with their item index, and leaves the figures; a
+// retention of 0 prunes every record; another tenant's stay.
+func TestInspectionRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	owner := ownerOf(t, db)
+	nt, err := db.CreateTenantWith(ctx, "retain-acme", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.CreateTenantWith(ctx, "retain-other", "eve", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keep = 300 * time.Millisecond
+	inspected(t, db, nt.TenantID, nt.UserID, "old", keep, 1, 2)
+	inspected(t, db, other.TenantID, other.UserID, "other", keep, 9, 0)
+	time.Sleep(keep + 200*time.Millisecond)
+	inspected(t, db, nt.TenantID, nt.UserID, "new", keep, 3, 0)
+	count := func(sql string, tenant int64) int64 {
+		t.Helper()
+		var n int64
+		if err := owner.QueryRow(ctx, sql, tenant).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const (
+		records = `SELECT count(*) FROM request_inspections WHERE tenant_id = $1`
+		index   = `SELECT count(*) FROM request_inspection_items WHERE tenant_id = $1`
+		figures = `SELECT count(*) FROM requests WHERE tenant_id = $1`
+	)
+	for _, tc := range []struct {
+		name                   string
+		tenant                 int64
+		records, index, figure int64
+	}{{"after the retention", nt.TenantID, 1, 1, 2}, {"another tenant", other.TenantID, 1, 1, 1}} {
+		if r, i, f := count(records, tc.tenant), count(index, tc.tenant), count(figures, tc.tenant); r != tc.records || i != tc.index || f != tc.figure {
+			t.Errorf("%s: %d records, %d index rows, %d requests; want %d, %d, %d", tc.name, r, i, f, tc.records, tc.index, tc.figure)
+		}
+	}
+	if fs, err := db.FramesOfItem(ctx, nt.TenantID, 3, 10); err != nil || len(fs) != 1 {
+		t.Fatalf("the new record is not found by its item: %v %v", fs, err)
+	}
+	// Retention 0: the inspector is off, and a write prunes all.
+	if err := db.RecordRequest(ctx, store.RequestRecord{TenantID: nt.TenantID, RequestID: "off", UserID: nt.UserID,
+		Dialect: "openai-chat", Provider: "openai", Status: 200, PruneInspections: true,
+		Inspection: &store.Inspection{Question: "not kept"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, i, f := count(records, nt.TenantID), count(index, nt.TenantID), count(figures, nt.TenantID); r != 0 || i != 0 || f != 3 {
+		t.Errorf("with retention 0: %d records, %d index rows, %d requests; want 0, 0, 3", r, i, f)
+	}
+	if r := count(records, other.TenantID); r != 1 {
+		t.Errorf("another tenant's record pruned: %d left", r)
+	}
+}
+
+// TestPurgeRemovesInspections: the user purge takes the user's records
+// and any record whose frame named one of the user's items, and no other.
+func TestPurgeRemovesInspections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	nt, err := db.CreateTenantWith(ctx, "purge-inspect", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
+		Fingerprint: []byte("fp"), CreatedAt: time.Now(), ClockAdvance: 3, Items: []store.CaptureItem{item("ferry", 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceItem := got.ItemIDs[0]
+	bob, err := db.EnsureUser(ctx, nt.TenantID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspected(t, db, nt.TenantID, nt.UserID, "alice", time.Hour, aliceItem, 0)
+	inspected(t, db, nt.TenantID, bob, "bob-sees-alice", time.Hour, 500, aliceItem)
+	inspected(t, db, nt.TenantID, bob, "bob", time.Hour, 501, 0)
+	rep, err := db.PurgeUser(ctx, nt.TenantID, nt.UserID, store.Actor{Email: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Inspections != 2 {
+		t.Errorf("purge removed %d records, want alice's and the one naming her item", rep.Inspections)
+	}
+	for _, tc := range []struct {
+		name string
+		item int64
+		want int
+	}{{"alice's item", aliceItem, 0}, {"bob's item beside hers", 500, 0}, {"bob's own", 501, 1}} {
+		fs, err := db.FramesOfItem(ctx, nt.TenantID, tc.item, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) != tc.want {
+			t.Errorf("%s: %d records after the purge, want %d", tc.name, len(fs), tc.want)
+		}
+	}
+	rows, err := db.Requests(ctx, nt.TenantID, nt.UserID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Inspected || r.Question != "" {
+			t.Errorf("alice's request %d still shows its record", r.ID)
+		}
+	}
+}
+
+// BenchmarkRecordRequest: the statement after each reply, as main wrote it
+// (figures) and with a record of a typical frame (20 items, 8 turns, one
+// tool call, a short reply) and the prune.
+func BenchmarkRecordRequest(b *testing.B) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbtest.Shared(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(db.Close)
+	nt, err := db.CreateTenantWith(ctx, "bench-record", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := &store.Inspection{Question: "which platform does the ferry leave from on fridays?", FrameTokens: 1800, FrameItems: 20,
+		Reply: strings.Repeat("It leaves from platform nine. ", 10),
+		Tools: []store.InspectToolRun{{Round: 1, Name: "memory_search", Args: `{"query":"ferry"}`, Result: strings.Repeat("a found turn ", 60)}}}
+	for i := range 8 {
+		in.Turns = append(in.Turns, store.InspectTurn{Role: "user", Text: strings.Repeat("a remembered turn of text ", 40+i)})
+	}
+	for i := range 30 {
+		in.Items = append(in.Items, store.InspectItem{ID: int64(1000 + i), ConvID: 7, UserID: nt.UserID, Score: 3.2, Rank: i, Heat: 1.5,
+			Reasons: []string{"match", "neighbour"}, Shown: i < 20, Tokens: 90, Role: "user", Speaker: "alice",
+			Excerpt: strings.Repeat("excerpt ", 30)})
+	}
+	for _, bc := range []struct {
+		name string
+		rec  store.RequestRecord
+	}{
+		{"figures", store.RequestRecord{}},
+		{"figures+prune", store.RequestRecord{PruneInspections: true, InspectRetention: 168 * time.Hour}},
+		{"inspected", store.RequestRecord{Inspection: in, PruneInspections: true, InspectRetention: 168 * time.Hour}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := bc.rec
+			r.TenantID, r.RequestID, r.UserID, r.Dialect, r.Provider, r.Model, r.Status = nt.TenantID, "req_bench", nt.UserID, "openai-chat", "openai", "gpt-4o-mini", 200
+			for b.Loop() {
+				if err := db.RecordRequest(ctx, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
