@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/proxy"
 )
 
@@ -32,6 +33,8 @@ type Config struct {
 	KeyRPM            int              // PERPETUITY_KEY_RPM
 	KeyTPM            int              // PERPETUITY_KEY_TPM
 	KeyUsersPerDay    int              // PERPETUITY_KEY_USERS_PER_DAY
+	ArenaBudget       int64            // PERPETUITY_ARENA_BUDGET
+	Shard             memory.Shard     // PERPETUITY_SHARD
 }
 
 type envVar struct {
@@ -59,7 +62,13 @@ var envVars = []envVar{
 	{"PERPETUITY_KEY_RPM", "0", "Requests per minute each key may make, for tenants without limits of their own (`perpetuity tenant limits`); 0 is unlimited. Counted per replica."},
 	{"PERPETUITY_KEY_TPM", "0", "Provider tokens (input + output) per minute each key may spend, for tenants without limits of their own; 0 is unlimited. Counted per replica."},
 	{"PERPETUITY_KEY_USERS_PER_DAY", "1000", "New memory users each key may create per UTC day (`X-Perpetuity-User`, a user field that is the identity, an import line's `user`); past it such requests get a 429, existing users still work. 0 is unlimited."},
+	{"PERPETUITY_ARENA_BUDGET", "0", "Most memory the resident arenas may take, in bytes or with a suffix (`512MiB`, `2GiB`, `4GB`); past it the least recently used tenant's arena is evicted and reloads on its next request. 0 is unlimited (every tenant used stays loaded). At least 1MiB; see [Scaling out](#scaling-out)."},
+	{"PERPETUITY_SHARD", "", "`i/n` (e.g. `2/3`): this replica owns the tenants whose id hashes to share i of n and warms only those at start; it still serves any tenant it is sent. Empty owns (and warms) every tenant."},
 }
+
+// minArenaBudget is the smallest budget accepted: below it the value is
+// more likely a number of MiB with the suffix forgotten than a choice.
+const minArenaBudget = 1 << 20
 
 // LoadConfig reads the configuration through getenv and validates it; an
 // error names the variable at fault.
@@ -154,6 +163,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s: want a whole number from 0 (unlimited) to %d", v.name, math.MaxInt32)
 		}
 		*v.dst = n
+	}
+	if c.ArenaBudget, err = parseBytes(get("PERPETUITY_ARENA_BUDGET")); err != nil {
+		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %w", err)
+	}
+	if c.ArenaBudget != 0 && c.ArenaBudget < minArenaBudget {
+		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %d bytes is below 1MiB; give 0 (unlimited) or a size such as 512MiB", c.ArenaBudget)
+	}
+	if c.Shard, err = memory.ParseShard(get("PERPETUITY_SHARD")); err != nil {
+		return c, fmt.Errorf("PERPETUITY_SHARD: %w", err)
 	}
 	return c, nil
 }

@@ -86,11 +86,15 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	go func() {
 		tenants, err := db.Tenants(ctx)
 		if err == nil {
-			ids := make([]int64, len(tenants))
-			for i, t := range tenants {
-				ids[i] = t.ID
+			ids := make([]int64, 0, len(tenants))
+			for _, t := range tenants {
+				if cfg.Shard.Owns(t.ID) { // the others load on their first request here
+					ids = append(ids, t.ID)
+				}
 			}
-			err = eng.Warm(ctx, ids)
+			if err = eng.Warm(ctx, ids); err == nil {
+				log.Info("arenas warmed", "shard", cfg.Shard.String(), "owned", len(ids), "resident", eng.Resident().Tenants)
+			}
 		}
 		if err != nil && ctx.Err() == nil {
 			log.Error("arena warm-up failed", "err", err)
@@ -226,7 +230,8 @@ func kindFor(status int) proxy.ErrorKind {
 }
 
 // readyz answers 200 once the database answers, the schema is at the
-// binary's latest migration and the resident arenas are loaded.
+// binary's latest migration and the arenas of the tenants this replica
+// owns are warmed (as many as its budget holds; memory.Engine.Warm).
 func readyz(db *store.DB, eng *memory.Engine) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)

@@ -21,7 +21,7 @@ func (e *Engine) CachedItems(tenantID int64, ids []int64) []int64 {
 // FrameItems reads ids as a frame of viewer renders them after its
 // catch-up, with the viewer's labels read up front (viewer 0: none).
 func (e *Engine) FrameItems(ctx context.Context, tenantID, viewer int64, ids []int64) (map[int64]store.RenderItem, error) {
-	if _, err := e.res.current(ctx, tenantID); err != nil {
+	if err := e.res.loadNow(ctx, tenantID); err != nil {
 		return nil, err
 	}
 	var labels store.Labels
