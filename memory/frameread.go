@@ -26,6 +26,11 @@ func (e *Engine) readFrame(ctx context.Context, q FrameQuery, r *resident) (view
 	watermark, version, loaded := e.res.position(r)
 	if !loaded {
 		// A cold load reads the whole tenant first; the inputs meanwhile.
+		// The chain writer lets a tenant's graph go with its evicted arena
+		// (budget.go): the load brings it back too.
+		if e.opt.Chain != nil {
+			e.opt.Chain.Kick(q.TenantID)
+		}
 		go func() {
 			if err := e.pending.wait(ctx, viewer); err != nil {
 				inputs <- frameInputs{err: err}
