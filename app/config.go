@@ -62,7 +62,7 @@ var envVars = []envVar{
 	{"PERPETUITY_KEY_RPM", "0", "Requests per minute each key may make, for tenants without limits of their own (`perpetuity tenant limits`); 0 is unlimited. Counted per replica."},
 	{"PERPETUITY_KEY_TPM", "0", "Provider tokens (input + output) per minute each key may spend, for tenants without limits of their own; 0 is unlimited. Counted per replica."},
 	{"PERPETUITY_KEY_USERS_PER_DAY", "1000", "New memory users each key may create per UTC day (`X-Perpetuity-User`, a user field that is the identity, an import line's `user`); past it such requests get a 429, existing users still work. 0 is unlimited."},
-	{"PERPETUITY_ARENA_BUDGET", "0", "Most memory the resident arenas may take, in bytes or with a suffix (`512MiB`, `2GiB`, `4GB`); past it the least recently used tenant's arena is evicted and reloads on its next request. 0 is unlimited (every tenant used stays loaded). At least 1MiB; see [Scaling out](#scaling-out)."},
+	{"PERPETUITY_ARENA_BUDGET", "0", "Most memory the resident arenas may take, in bytes or with a suffix (`512MiB`, `2GiB`, `4GB`); past it the least recently used tenant's arena is evicted and reloads on its next request. 0 is unlimited (every tenant used stays loaded). Otherwise at least 1MiB; see the README's Scaling out."},
 	{"PERPETUITY_SHARD", "", "`i/n` (e.g. `2/3`): this replica owns the tenants whose id hashes to share i of n and warms only those at start; it still serves any tenant it is sent. Empty owns (and warms) every tenant."},
 }
 
