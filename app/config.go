@@ -29,12 +29,12 @@ type Config struct {
 	CaptureTimeout    time.Duration    // PERPETUITY_CAPTURE_TIMEOUT
 	BodyTimeout       time.Duration    // PERPETUITY_BODY_TIMEOUT
 	FrameCeiling      int              // PERPETUITY_FRAME_CEILING
+	ArenaBudget       int64            // PERPETUITY_ARENA_BUDGET
+	Shard             memory.Shard     // PERPETUITY_SHARD
 	ToolRounds        int              // PERPETUITY_TOOL_ROUNDS
 	KeyRPM            int              // PERPETUITY_KEY_RPM
 	KeyTPM            int              // PERPETUITY_KEY_TPM
 	KeyUsersPerDay    int              // PERPETUITY_KEY_USERS_PER_DAY
-	ArenaBudget       int64            // PERPETUITY_ARENA_BUDGET
-	Shard             memory.Shard     // PERPETUITY_SHARD
 }
 
 type envVar struct {
@@ -149,6 +149,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PERPETUITY_FRAME_CEILING: want a whole number of tokens >= 256")
 	}
 	c.FrameCeiling = fc
+	if c.ArenaBudget, err = parseBytes(get("PERPETUITY_ARENA_BUDGET")); err != nil {
+		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %w", err)
+	}
+	if c.ArenaBudget != 0 && c.ArenaBudget < minArenaBudget {
+		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %d bytes is below 1MiB; give 0 (unlimited) or a size such as 512MiB", c.ArenaBudget)
+	}
+	if c.Shard, err = memory.ParseShard(get("PERPETUITY_SHARD")); err != nil {
+		return c, fmt.Errorf("PERPETUITY_SHARD: %w", err)
+	}
 	tr, err := strconv.Atoi(get("PERPETUITY_TOOL_ROUNDS"))
 	if err != nil || tr < 1 || tr > 10 {
 		return c, fmt.Errorf("PERPETUITY_TOOL_ROUNDS: want a whole number from 1 to 10")
@@ -163,15 +172,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s: want a whole number from 0 (unlimited) to %d", v.name, math.MaxInt32)
 		}
 		*v.dst = n
-	}
-	if c.ArenaBudget, err = parseBytes(get("PERPETUITY_ARENA_BUDGET")); err != nil {
-		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %w", err)
-	}
-	if c.ArenaBudget != 0 && c.ArenaBudget < minArenaBudget {
-		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %d bytes is below 1MiB; give 0 (unlimited) or a size such as 512MiB", c.ArenaBudget)
-	}
-	if c.Shard, err = memory.ParseShard(get("PERPETUITY_SHARD")); err != nil {
-		return c, fmt.Errorf("PERPETUITY_SHARD: %w", err)
 	}
 	return c, nil
 }

@@ -230,8 +230,7 @@ func kindFor(status int) proxy.ErrorKind {
 }
 
 // readyz answers 200 once the database answers, the schema is at the
-// binary's latest migration and the arenas of the tenants this replica
-// owns are warmed (as many as its budget holds; memory.Engine.Warm).
+// binary's latest migration and the resident arenas are loaded.
 func readyz(db *store.DB, eng *memory.Engine) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
