@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/proxy"
 )
 
@@ -28,6 +29,8 @@ type Config struct {
 	CaptureTimeout    time.Duration    // PERPETUITY_CAPTURE_TIMEOUT
 	BodyTimeout       time.Duration    // PERPETUITY_BODY_TIMEOUT
 	FrameCeiling      int              // PERPETUITY_FRAME_CEILING
+	ArenaBudget       int64            // PERPETUITY_ARENA_BUDGET
+	Shard             memory.Shard     // PERPETUITY_SHARD
 	ToolRounds        int              // PERPETUITY_TOOL_ROUNDS
 	KeyRPM            int              // PERPETUITY_KEY_RPM
 	KeyTPM            int              // PERPETUITY_KEY_TPM
@@ -65,7 +68,13 @@ var envVars = []envVar{
 	{"PERPETUITY_DRAIN_TIMEOUT", "30s", "On SIGTERM, how long requests in flight (streams included) may take to finish; past it each is cut with its dialect's error event and its partial reply is stored flagged interrupted."},
 	{"PERPETUITY_KEY_USERS_PER_DAY", "1000", "New memory users each key may create per UTC day (`X-Perpetuity-User`, a user field that is the identity, an import line's `user`); past it such requests get a 429, existing users still work. 0 is unlimited."},
 	{"PERPETUITY_INSPECT_RETENTION", "168h", "How long the console's request inspector keeps what each request's provider received from memory and answered (frame, tool calls, reply); 0 keeps none. Purged with the user."},
+	{"PERPETUITY_ARENA_BUDGET", "0", "Most memory the resident arenas may take, in bytes or with a suffix (`512MiB`, `2GiB`, `4GB`); past it the least recently used tenant's arena is evicted and reloads on its next request. 0 is unlimited (every tenant used stays loaded). Otherwise at least 1MiB; see the README's Scaling out."},
+	{"PERPETUITY_SHARD", "", "`i/n` (e.g. `2/3`): this replica owns the tenants whose id hashes to share i of n and warms only those at start; it still serves any tenant it is sent. Empty owns (and warms) every tenant."},
 }
+
+// minArenaBudget is the smallest budget accepted: below it the value is
+// more likely a number of MiB with the suffix forgotten than a choice.
+const minArenaBudget = 1 << 20
 
 // LoadConfig reads the configuration through getenv and validates it; an
 // error names the variable at fault.
@@ -146,6 +155,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PERPETUITY_FRAME_CEILING: want a whole number of tokens >= 256")
 	}
 	c.FrameCeiling = fc
+	if c.ArenaBudget, err = parseBytes(get("PERPETUITY_ARENA_BUDGET")); err != nil {
+		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %w", err)
+	}
+	if c.ArenaBudget != 0 && c.ArenaBudget < minArenaBudget {
+		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %d bytes is below 1MiB; give 0 (unlimited) or a size such as 512MiB", c.ArenaBudget)
+	}
+	if c.Shard, err = memory.ParseShard(get("PERPETUITY_SHARD")); err != nil {
+		return c, fmt.Errorf("PERPETUITY_SHARD: %w", err)
+	}
 	tr, err := strconv.Atoi(get("PERPETUITY_TOOL_ROUNDS"))
 	if err != nil || tr < 1 || tr > 10 {
 		return c, fmt.Errorf("PERPETUITY_TOOL_ROUNDS: want a whole number from 1 to 10")

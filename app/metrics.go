@@ -52,10 +52,46 @@ func newMetrics(eng *memory.Engine) *metrics {
 	residentBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "perpetuity_arena_bytes", Help: "Bytes of the resident arenas of this process.",
 	}, func() float64 { return float64(eng.Resident().Bytes) })
-	m.reg.MustRegister(m.requests, m.latency, m.stages, m.frameToks, residentItems, residentBytes,
+	m.reg.MustRegister(m.requests, m.latency, m.stages, m.frameToks, residentItems, residentBytes, m.residency(eng),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	eng.SetObserver(m)
 	return m
+}
+
+// residency is the arena budget's figures (memory/budget.go): what is
+// resident against the budget, and how often tenants load and are evicted.
+// Load time is also the "load" stage of perpetuity_memory_stage_seconds.
+func (m *metrics) residency(eng *memory.Engine) prometheus.Collector {
+	return residencyCollector{eng: eng,
+		tenants:   prometheus.NewDesc("perpetuity_arena_tenants", "Tenants with an arena resident in this process.", nil, nil),
+		budget:    prometheus.NewDesc("perpetuity_arena_budget_bytes", "PERPETUITY_ARENA_BUDGET (0: unlimited).", nil, nil),
+		peak:      prometheus.NewDesc("perpetuity_arena_peak_bytes", "The most bytes the resident arenas held at once.", nil, nil),
+		loads:     prometheus.NewDesc("perpetuity_arena_loads_total", "Arenas loaded from scratch: first requests, reloads after eviction, dictionary flips.", nil, nil),
+		evictions: prometheus.NewDesc("perpetuity_arena_evictions_total", "Arenas evicted to stay within the budget.", nil, nil),
+		loadTime:  prometheus.NewDesc("perpetuity_arena_load_seconds_total", "Time spent loading arenas from scratch.", nil, nil),
+	}
+}
+
+type residencyCollector struct {
+	eng                                               *memory.Engine
+	tenants, budget, peak, loads, evictions, loadTime *prometheus.Desc
+}
+
+func (c residencyCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.tenants, c.budget, c.peak, c.loads, c.evictions, c.loadTime} {
+		ch <- d
+	}
+}
+
+// Collect reads one snapshot, so the figures of a scrape agree.
+func (c residencyCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.eng.Resident()
+	ch <- prometheus.MustNewConstMetric(c.tenants, prometheus.GaugeValue, float64(s.Tenants))
+	ch <- prometheus.MustNewConstMetric(c.budget, prometheus.GaugeValue, float64(s.Budget))
+	ch <- prometheus.MustNewConstMetric(c.peak, prometheus.GaugeValue, float64(s.Peak))
+	ch <- prometheus.MustNewConstMetric(c.loads, prometheus.CounterValue, float64(s.Loads))
+	ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(s.Evictions))
+	ch <- prometheus.MustNewConstMetric(c.loadTime, prometheus.CounterValue, s.LoadTime.Seconds())
 }
 
 func (m *metrics) Duration(stage string, d time.Duration) {

@@ -89,11 +89,15 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	go func() {
 		tenants, err := db.Tenants(ctx)
 		if err == nil {
-			ids := make([]int64, len(tenants))
-			for i, t := range tenants {
-				ids[i] = t.ID
+			ids := make([]int64, 0, len(tenants))
+			for _, t := range tenants {
+				if cfg.Shard.Owns(t.ID) { // the others load on their first request here
+					ids = append(ids, t.ID)
+				}
 			}
-			err = eng.Warm(ctx, ids)
+			if err = eng.Warm(ctx, ids); err == nil {
+				log.Info("arenas warmed", "shard", cfg.Shard.String(), "owned", len(ids), "resident", eng.Resident().Tenants)
+			}
 		}
 		if err != nil && ctx.Err() == nil {
 			log.Error("arena warm-up failed", "err", err)

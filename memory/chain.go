@@ -9,6 +9,8 @@ import (
 type ChainGraph interface {
 	Kick(tenantID int64)
 	Around(tenantID, userID int64, ids []int64, per int) map[int64][]chain.Link
+	// Forget lets the tenant's graph go when its arena is evicted.
+	Forget(tenantID int64)
 }
 
 // chained is one match's chain neighbours.

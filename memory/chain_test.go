@@ -120,3 +120,43 @@ func TestToolChainNamesRelations(t *testing.T) {
 		}
 	}
 }
+
+// TestChainGraphFollowsEviction: the writer lets a tenant's graph go when
+// the tenant's arena is evicted (it would otherwise poll every tenant it
+// ever saw), and the tenant's next load brings the graph back: the frame
+// kicks the writer, whose catch-up reloads it from the stored watermark.
+func TestChainGraphFollowsEviction(t *testing.T) {
+	t.Parallel()
+	f := newChainFixture(t)
+	ctx := context.Background()
+	other := seedCanaries(t, f.db, newEngine(f.db), 1, 40)[0]
+	alice := f.who(t, "alice", "today")
+	sizes := arenaBytes(t, f.db, []canaryTenant{{id: f.nt.TenantID}, other})
+	eng := memory.New(f.db, wordAnalysis{}, wordAnalysis{}, memory.Options{Ceiling: 4000, Floor: 200, Recent: 2, BaseTau: 200,
+		Chain: f.graph, ArenaBudget: max(sizes[0], sizes[1]) * 11 / 10}) // one tenant at a time
+	linked := func() bool { return len(f.graph.Around(f.nt.TenantID, alice.UserID, []int64{f.cnt}, 4)[f.cnt]) > 0 }
+	q := memory.FrameQuery{Who: alice, Live: "how was that meeting", Probe: true, Now: time.Date(2026, 1, 5, 3, 4, 0, 0, time.UTC)}
+	if _, err := eng.Frame(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if !eng.IsResident(f.nt.TenantID) || !linked() {
+		t.Fatal("the tenant's arena and graph are not both held after its frame")
+	}
+	recall(t, eng, other) // the other tenant's load evicts the first
+	if eng.IsResident(f.nt.TenantID) || linked() {
+		t.Fatalf("after the eviction: arena resident %v, graph held %v; want neither", eng.IsResident(f.nt.TenantID), linked())
+	}
+	gctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go f.graph.Run(gctx)
+	if _, err := eng.Frame(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !linked() {
+		if time.Now().After(deadline) {
+			t.Fatal("the reloaded tenant's graph never came back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

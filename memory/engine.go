@@ -93,6 +93,9 @@ type Options struct {
 	// ItemCache bounds, in bytes, what the process keeps of the items its
 	// frames render (itemcache.go; 0: 64 MiB; < 0: nothing).
 	ItemCache int
+	// ArenaBudget bounds, in bytes, the resident arenas (budget.go; <= 0:
+	// unlimited, every tenant used stays loaded).
+	ArenaBudget int64
 }
 
 // Context brings the turns around a match into the frame: the neighbours of
@@ -215,7 +218,14 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 			dict = dt
 		}
 	}
-	return &Engine{store: st, an: an, dict: dict, opt: opt, res: newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}, vecs, newItemCache(opt.ItemCache)),
+	res := newResidents(st, arena.Options{Workers: opt.Workers, K1: opt.K1, B: opt.B}, vecs, newItemCache(opt.ItemCache), opt.ArenaBudget)
+	if opt.Chain != nil {
+		// The chain writer holds a graph per tenant and polls each it
+		// holds: it follows the arenas out, and a capture or the next
+		// frame's brings the tenant back.
+		res.evicted = opt.Chain.Forget
+	}
+	return &Engine{store: st, an: an, dict: dict, opt: opt, res: res,
 		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors),
 		gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait)}
 }

@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 
+	"github.com/perpetuity/perpetuity/memory/arena"
+
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -21,7 +23,7 @@ func (e *Engine) CachedItems(tenantID int64, ids []int64) []int64 {
 // FrameItems reads ids as a frame of viewer renders them after its
 // catch-up, with the viewer's labels read up front (viewer 0: none).
 func (e *Engine) FrameItems(ctx context.Context, tenantID, viewer int64, ids []int64) (map[int64]store.RenderItem, error) {
-	if _, err := e.res.current(ctx, tenantID); err != nil {
+	if err := e.res.loadNow(ctx, tenantID); err != nil {
 		return nil, err
 	}
 	var labels store.Labels
@@ -33,4 +35,24 @@ func (e *Engine) FrameItems(ctx context.Context, tenantID, viewer int64, ids []i
 		labels = in.Labels
 	}
 	return e.frameItems(ctx, tenantID, ids, labels)
+}
+
+// IsResident reports whether the tenant's arena is loaded in this process.
+func (e *Engine) IsResident(tenantID int64) bool {
+	e.res.mu.Lock()
+	defer e.res.mu.Unlock()
+	r := e.res.by[tenantID]
+	return r != nil && r.use.bytes > 0
+}
+
+// HoldArena loads the tenant's arena and holds it as a scan does, until
+// release: what a scan in progress sees while other tenants come and go.
+func (e *Engine) HoldArena(ctx context.Context, tenantID int64) (a *arena.Arena, release func(), err error) {
+	r := e.res.use(tenantID)
+	v, err := e.res.current(ctx, r)
+	if err != nil {
+		e.res.done(r)
+		return nil, nil, err
+	}
+	return v.arena, func() { e.res.done(r) }, nil
 }

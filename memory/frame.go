@@ -34,7 +34,11 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	viewer := viewerKey{q.TenantID, q.UserID}
 	rctx, cancelRead := context.WithCancel(ctx)
 	defer cancelRead() // an early return also stops the read
-	r, inputs, err := e.readFrame(rctx, q)
+	// Held to the end: the hits' neighbours and prices are read from the
+	// arena after the scan, and an arena in use is never evicted.
+	held := e.res.use(q.TenantID)
+	defer e.res.done(held)
+	r, inputs, err := e.readFrame(rctx, q, held)
 	if err != nil {
 		return Frame{}, err
 	}

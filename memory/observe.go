@@ -6,7 +6,8 @@ import "time"
 // works without one.
 type Observer interface {
 	// Duration reports how long a stage took: "capture", "catchup", "scan",
-	// "render".
+	// "render", and "load" for an arena loaded from scratch (a tenant's
+	// first use in this process, or its first after an eviction).
 	Duration(stage string, d time.Duration)
 	// FrameTokens reports a rendered frame's size.
 	FrameTokens(n int)
@@ -25,33 +26,4 @@ func (e *Engine) observer() Observer {
 		return noObserver{}
 	}
 	return e.res.obs
-}
-
-// ResidentStats sums the resident arenas of this process.
-type ResidentStats struct {
-	Tenants int
-	Items   int
-	Bytes   int64
-}
-
-// Resident reports what this process holds resident.
-func (e *Engine) Resident() ResidentStats {
-	rs := e.res
-	rs.mu.Lock()
-	all := make([]*resident, 0, len(rs.by))
-	for _, r := range rs.by {
-		all = append(all, r)
-	}
-	rs.mu.Unlock()
-	var s ResidentStats
-	for _, r := range all {
-		r.mu.Lock()
-		a := r.arena
-		r.mu.Unlock()
-		st := a.Stats()
-		s.Tenants++
-		s.Items += a.Len()
-		s.Bytes += int64(st.BytesResident)
-	}
-	return s
 }

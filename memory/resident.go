@@ -17,7 +17,9 @@ type CatchUpStore interface {
 	ReadCatchUp(ctx context.Context, tenantID, watermark int64, dictVersion int) (store.CatchUp, error)
 }
 
-// residents holds one resident arena per tenant served by this process.
+// residents holds the resident arenas of the tenants this process serves:
+// loaded on a tenant's first use (or by Warm), and, under a budget, evicted
+// least recently used first (budget.go).
 type residents struct {
 	st   CatchUpStore
 	opts arena.Options
@@ -27,12 +29,17 @@ type residents struct {
 	texts *itemCache
 	mu    sync.Mutex
 	by    map[int64]*resident
-	warm  atomic.Bool // every tenant known at start is loaded
+	warm  atomic.Bool // the tenants Warm was given are loaded
 	obs   Observer    // set before serving; nil means none
+	lru   residency   // under mu
+	// evicted (nil: nothing) hears of each tenant evicted, outside mu: the
+	// chain writer lets its graph go with the arena.
+	evicted func(tenantID int64)
 }
 
 // resident is one tenant's arena and how far it has read the tenant's log.
 type resident struct {
+	tenant    int64
 	mu        sync.Mutex // serialises catch-up; Search runs under the arena's own lock
 	arena     *arena.Arena
 	watermark int64
@@ -40,21 +47,13 @@ type resident struct {
 	// space is the arena's dense space (nil: the version has no vectors),
 	// fixed when the arena was loaded: the tenant's component is frozen.
 	space *dict.Space
+	use   usage // under residents.mu
 }
 
-func newResidents(st CatchUpStore, opts arena.Options, vecs *vectorCache, texts *itemCache) *residents {
-	return &residents{st: st, opts: opts, vecs: vecs, texts: texts, by: map[int64]*resident{}}
-}
-
-func (rs *residents) get(tenantID int64) *resident {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	r := rs.by[tenantID]
-	if r == nil {
-		r = &resident{arena: arena.New(rs.opts)}
-		rs.by[tenantID] = r
-	}
-	return r
+func newResidents(st CatchUpStore, opts arena.Options, vecs *vectorCache, texts *itemCache, budget int64) *residents {
+	rs := &residents{st: st, opts: opts, vecs: vecs, texts: texts, by: map[int64]*resident{}}
+	rs.lru.init(budget)
+	return rs
 }
 
 // view is what one scan uses: an arena and the dictionary version its rows
@@ -69,11 +68,12 @@ type view struct {
 
 // current returns the tenant's arena after catching it up with everything
 // committed so far: new items, purges and dictionary flips, including those
-// made by other processes. A cold arena loads the whole tenant. A flip loads
-// the new version into a fresh arena and swaps it in whole: scans still
-// running on the old one finish on a complete arena of the old version.
-func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) {
-	r := rs.get(tenantID)
+// made by other processes. A cold arena (never loaded, or evicted) loads the
+// whole tenant. A flip loads the new version into a fresh arena and swaps it
+// in whole: scans still running on the old one finish on a complete arena
+// of the old version. r is held (use) by the caller.
+func (rs *residents) current(ctx context.Context, r *resident) (view, error) {
+	tenantID := r.tenant
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.dict != 0 {
@@ -88,6 +88,7 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 			if cu.Head.Seq != r.watermark {
 				rs.apply(tenantID, r.arena, cu, r.space)
 				r.watermark = cu.Head.Seq
+				rs.resize(r)
 				rs.observe("catchup", time.Since(start))
 			}
 			return r.view(), nil
@@ -131,14 +132,17 @@ func (rs *residents) current(ctx context.Context, tenantID int64) (view, error) 
 		}
 		rs.apply(tenantID, target, cu, space)
 		r.arena, r.watermark, r.dict, r.space = target, cu.Head.Seq, head.DictVersion, space
+		rs.resize(r)
+		if watermark == 0 {
+			rs.loaded(time.Since(start))
+		}
 		return r.view(), nil
 	}
 }
 
 // position is where the tenant's loaded arena stands; false when none is
-// loaded yet.
-func (rs *residents) position(tenantID int64) (watermark int64, dictVersion int, ok bool) {
-	r := rs.get(tenantID)
+// loaded yet (or it was evicted).
+func (rs *residents) position(r *resident) (watermark int64, dictVersion int, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.watermark, r.dict, r.dict != 0 && r.watermark != 0
@@ -149,16 +153,16 @@ func (rs *residents) position(tenantID int64) (watermark int64, dictVersion int,
 // may have moved the arena on meanwhile: only what lies past it is applied
 // (the read holds everything up to its head). False when the arena or the
 // read is on another version than dictVersion: a flip, for current.
-func (rs *residents) advance(tenantID int64, dictVersion int, cu store.CatchUp, start time.Time) (view, bool) {
-	r := rs.get(tenantID)
+func (rs *residents) advance(r *resident, dictVersion int, cu store.CatchUp, start time.Time) (view, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.dict != dictVersion || cu.Head.DictVersion != dictVersion {
 		return view{}, false
 	}
 	if cu.Head.Seq > r.watermark {
-		rs.apply(tenantID, r.arena, after(cu, r.watermark), r.space)
+		rs.apply(r.tenant, r.arena, after(cu, r.watermark), r.space)
 		r.watermark = cu.Head.Seq
+		rs.resize(r)
 		rs.observe("catchup", time.Since(start))
 	}
 	return r.view(), true
@@ -181,14 +185,24 @@ func after(cu store.CatchUp, seq int64) store.CatchUp {
 // locked catches the tenant up and runs fn while no other catch-up can
 // change the arena, for readers that need it to stand still (integrity).
 func (rs *residents) locked(ctx context.Context, tenantID int64, fn func(v view)) error {
-	if _, err := rs.current(ctx, tenantID); err != nil {
+	r := rs.use(tenantID)
+	defer rs.done(r)
+	if _, err := rs.current(ctx, r); err != nil {
 		return err
 	}
-	r := rs.get(tenantID)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fn(r.view())
 	return nil
+}
+
+// loadNow catches the tenant up (loading it when cold) and lets it go, for
+// callers that scan nothing (Warm, tests).
+func (rs *residents) loadNow(ctx context.Context, tenantID int64) error {
+	r := rs.use(tenantID)
+	defer rs.done(r)
+	_, err := rs.current(ctx, r)
+	return err
 }
 
 func (rs *residents) observe(stage string, d time.Duration) {

@@ -149,7 +149,9 @@ func (e *Engine) search(ctx context.Context, who Who, query string, k int, exclu
 // scan ranks the items of users (every user of the tenant when users is
 // nil: only the console asks that) for query.
 func (e *Engine) scan(ctx context.Context, tenantID int64, users []int64, query string, k int, exclude map[int64]bool) ([]arena.Hit, error) {
-	r, err := e.res.current(ctx, tenantID)
+	held := e.res.use(tenantID)
+	defer e.res.done(held)
+	r, err := e.res.current(ctx, held)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,11 @@ func (k *kit) engineWith(db *store.DB, w *chain.Writer) *memory.Engine {
 	return memory.New(db, memory.TextAnalyzer{C: k.counter}, memory.DictTerms{D: k.dict}, opt)
 }
 
+// engineBudget is engineOn with an arena budget (memory.Options.ArenaBudget).
+func (k *kit) engineBudget(bytes int64) *memory.Engine {
+	return memory.New(k.db, memory.TextAnalyzer{C: k.counter}, memory.DictTerms{D: k.dict}, memory.Options{DeferReheat: true, ArenaBudget: bytes})
+}
+
 // CaptureResult is section 3: storing one message against the cheapest
 // durable commit, and a sequential import.
 type CaptureResult struct {

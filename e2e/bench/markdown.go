@@ -332,6 +332,9 @@ func (r *Report) cold(m *mdw) {
 	m.p("A process with no arena reading the whole tenant from PostgreSQL (`store.ReadCatchUp` in one snapshot)")
 	m.p("and building its arena, as the first request of a tenant does; %d rounds. \"Engine\" is the same done by a", r.Cold[0].Rounds)
 	m.p("fresh `memory.Engine`: its first frame (catch-up plus one frame) and a warm frame for comparison.")
+	m.p("\"Reload\" is a frame of a tenant evicted under `PERPETUITY_ARENA_BUDGET` (an engine whose budget holds")
+	m.p("no arena, after a first frame paid the process's one-time costs) and, in brackets, its load alone;")
+	m.p("measured up to %s items.", itemsLabel(reloadMaxItems))
 	m.p("Rows are converted by the catch-up's own code (`memory.ToArenaItem`); a v3 row's vector goes through the")
 	m.p("tenant's dense space (`dict.Space`) into an arena that holds vectors, as a serving process loads it.")
 	if len(r.ColdV3) > 0 {
@@ -342,7 +345,7 @@ func (r *Report) cold(m *mdw) {
 	row := func(label string, c ColdResult) []string {
 		return []string{label, ms(c.Took), spread(c.TookLo, c.TookHi), ms(c.Read), ms(c.Build),
 			fmt.Sprintf("**%.0fk**", c.PerSec/1000), fmt.Sprintf("%.0f", c.BytesPerItem), fmt.Sprintf("%.0f", c.HeapPerItem),
-			ms(c.EngineFirst), ms(c.EngineWarm)}
+			ms(c.EngineFirst), ms(c.EngineWarm), reload(c)}
 	}
 	var rows [][]string
 	for _, c := range r.Cold {
@@ -351,7 +354,15 @@ func (r *Report) cold(m *mdw) {
 			rows = append(rows, row(itemsLabel(c.Items)+", v3", c3))
 		}
 	}
-	m.table([]string{"items", "catch-up (ms)", "spread", "read", "build", "items/s", "arena B/item", "Go heap B/item", "engine first frame", "warm frame"}, rows)
+	m.table([]string{"items", "catch-up (ms)", "spread", "read", "build", "items/s", "arena B/item", "Go heap B/item", "engine first frame", "warm frame", "reload (load)"}, rows)
+}
+
+// reload is a cold row's reload after eviction, "–" where not measured.
+func reload(c ColdResult) string {
+	if c.EngineReload == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s (%s)", ms(c.EngineReload), ms(c.ReloadLoad))
 }
 
 func (r *Report) throughput(m *mdw) {

@@ -278,15 +278,11 @@ func (a *Arena) Stats() Stats {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	s := Stats{Items: a.n, Users: len(a.users), TotalLength: a.totalLen, Postings: a.postings}
-	b := int(unsafe.Sizeof(*a)) + 8*cap(a.chunks) + 4*cap(a.dfDense) + 16*len(a.dfSparse)
+	b := a.bytes()
 	for _, c := range a.chunks {
 		if c != nil {
 			s.Chunks++
-			b += c.bytes()
 		}
-	}
-	for _, cs := range a.users {
-		b += 8*cap(cs) + 48
 	}
 	for _, d := range a.dfDense {
 		if d > 0 {
@@ -299,6 +295,30 @@ func (a *Arena) Stats() Stats {
 		s.BytesPerItem = float64(b) / float64(a.n)
 	}
 	return s
+}
+
+// Bytes is Stats().BytesResident without the rest of Stats (which walks
+// the df table): cheap enough to take after every catch-up, which is how
+// the engine keeps its arenas within a memory budget.
+func (a *Arena) Bytes() int {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.bytes()
+}
+
+// bytes is the resident size: arrays by capacity, df tables and
+// bookkeeping. The caller holds a.mu.
+func (a *Arena) bytes() int {
+	b := int(unsafe.Sizeof(*a)) + 8*cap(a.chunks) + 4*cap(a.dfDense) + 16*len(a.dfSparse)
+	for _, c := range a.chunks {
+		if c != nil {
+			b += c.bytes()
+		}
+	}
+	for _, cs := range a.users {
+		b += 8*cap(cs) + 48
+	}
+	return b
 }
 
 // Item reads back the item behind a Hit.Index (its terms canonical: sorted,

@@ -85,6 +85,17 @@ func (w *Writer) Kick(tenantID int64) {
 	}
 }
 
+// Forget lets the tenant's graph go (the engine evicted its arena under a
+// memory budget): the writer stops polling it, and the next Kick loads it
+// again from the stored watermark. A catch-up running meanwhile finishes on
+// the state it holds; the stored watermark keeps the two apart.
+func (w *Writer) Forget(tenantID int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.tenants, tenantID)
+	delete(w.dirty, tenantID)
+}
+
 // A failed catch-up is tried again after retryAfter, doubling while it
 // keeps failing up to retryMax: a lasting fault must not become a replay of
 // the whole tenant every second.
