@@ -61,6 +61,7 @@ func readSwitches(h http.Header) (switches, error) {
 type turn struct {
 	in       *inbound
 	who      memory.Who
+	keyID    int64 // the Perpetuity key, for usage per key
 	sw       switches
 	up       upstream
 	frame    *memory.Frame
@@ -104,6 +105,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		if err := p.admit(c, key); err != nil {
 			return err
 		}
+		t.keyID = key.KeyID
 		if t.in, err = parseInbound(d, body); err != nil {
 			return err
 		}
@@ -291,7 +293,7 @@ func responseStatus(c echo.Context, err error) int {
 // context: it runs after the reply went out.
 func (p *Proxy) record(t *turn, r reply, status int) {
 	rec := store.RequestRecord{
-		TenantID: t.who.TenantID, RequestID: t.rid, UserID: t.who.UserID, Dialect: t.in.dialect.String(),
+		TenantID: t.who.TenantID, RequestID: t.rid, UserID: t.who.UserID, KeyID: t.keyID, Dialect: t.in.dialect.String(),
 		Provider: t.up.provider, Model: t.in.model, Status: status, Streamed: t.in.stream,
 		TokensIn: r.usage.in, TokensOut: r.usage.out, DurationMS: float64(time.Since(t.start).Microseconds()) / 1000,
 	}

@@ -417,7 +417,9 @@ func roleLabel(role string) string {
 	case RoleTenantAdmin:
 		return "admin"
 	case RoleTenantMember:
-		return "member (read-only)"
+		return "member (keys and usage)"
+	case RoleTenantReader:
+		return "reader (memory, read-only)"
 	}
 	return role
 }

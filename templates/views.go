@@ -10,7 +10,8 @@ package templates
 const (
 	RolePlatformAdmin = "platform_admin"
 	RoleTenantAdmin   = "tenant_admin"
-	RoleTenantMember  = "tenant_member"
+	RoleTenantMember  = "tenant_member" // keys and usage, no memory content
+	RoleTenantReader  = "tenant_reader" // memory content, read-only, every view audited
 )
 
 // Page is what the layout of every signed-in page needs.
@@ -26,6 +27,27 @@ type Page struct {
 
 // IsAdmin reports whether the page may offer changes.
 func (p Page) IsAdmin() bool { return p.Role == RoleTenantAdmin || p.Role == RolePlatformAdmin }
+
+// TenantRole is a role a team admin can give, with its rights in words.
+type TenantRole struct {
+	Role   string
+	Rights string
+}
+
+// TenantRoles are the roles of a team's accounts, least first.
+var TenantRoles = []TenantRole{
+	{RoleTenantMember, "Creates and revokes API keys and sees usage (tokens and errors per user, key and day). Never sees memory content: no memory browser, conversations, items or user pages."},
+	{RoleTenantReader, "Reads memory: the memory browser, conversations, items and user pages, read-only. Every view of memory content is written to the audit log with whose memory it was. Cannot create keys."},
+	{RoleTenantAdmin, "Everything a member and a reader may, plus accounts, the audit log, exports, renames, purges, dictionaries and integrity checks."},
+}
+
+// ReadsContent reports whether the account may see memory content (and
+// so whether pages may link to it): readers and admins.
+func (p Page) ReadsContent() bool { return p.Role == RoleTenantReader || p.IsAdmin() }
+
+// ManagesKeys reports whether the account may create and revoke keys and
+// see usage: members and admins.
+func (p Page) ManagesKeys() bool { return p.Role == RoleTenantMember || p.IsAdmin() }
 
 // IsPlatform reports whether the account is a platform admin.
 func (p Page) IsPlatform() bool { return p.Role == RolePlatformAdmin }

@@ -149,7 +149,7 @@ func (c *Console) accounts(ec echo.Context, s *session) error {
 }
 
 func validTenantRole(r string) bool {
-	return r == templates.RoleTenantAdmin || r == templates.RoleTenantMember
+	return r == templates.RoleTenantAdmin || r == templates.RoleTenantMember || r == templates.RoleTenantReader
 }
 
 // invite creates an invitation and shows its link once. Its answer is the

@@ -47,7 +47,7 @@ func TestBindingsOnConsole(t *testing.T) {
 		t.Fatalf("the next frame's labels: %+v %v", rs, err)
 	}
 
-	mem, _, _ := addMember(t, srv, o.team, "tenant_member")
+	mem, _, _ := addMember(t, srv, o.team, "tenant_reader")
 	mem.Get(userPage)
 	if p := mem.Post(userPage+"/rename", url.Values{"label": {"Mallory"}}); p.Status != http.StatusForbidden {
 		t.Fatalf("member rename: %d", p.Status)

@@ -140,7 +140,7 @@ func TestChainOnItemAndConversationPages(t *testing.T) {
 	}
 
 	// A member reads the chain too; another tenant's admin finds none of it.
-	mem, _, _ := addMember(t, srv, tm, "tenant_member")
+	mem, _, _ := addMember(t, srv, tm, "tenant_reader")
 	if p := mem.Get("/console/items/" + itoa(first)); p.Status != http.StatusOK || p.TestID("chain-neighbour").Length() != 2 {
 		t.Fatalf("member on the item page: %d, %d neighbours", p.Status, p.TestID("chain-neighbour").Length())
 	}

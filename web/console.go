@@ -7,8 +7,10 @@
 // Choices made here, beyond DESIGN §9:
 //   - Console accounts (people) are separate from memory users (whose
 //     memory it is). One account per email address service-wide; tenant
-//     accounts are tenant_admin or tenant_member, platform admins belong to
-//     no tenant and act in one tenant at a time after "entering" it.
+//     accounts are tenant_admin, tenant_member (keys and usage, no memory
+//     content) or tenant_reader (memory content, read-only), platform
+//     admins belong to no tenant and act in one tenant at a time after
+//     "entering" it.
 //   - Sessions are rows in console_sessions holding only a SHA-256 of the
 //     cookie token; they are rotated on sign-in and on entering a tenant,
 //     deleted on sign-out and when the account is disabled, and the account
@@ -233,6 +235,7 @@ func (c *Console) routes() []route {
 		{http.MethodPost, "/console/keys/:id/rotate", t(c.rotateKey)},
 		{http.MethodGet, "/console/keys/:id/limits", t(c.keyLimitsForm)},
 		{http.MethodPost, "/console/keys/:id/limits", t(c.saveKeyLimits)},
+		{http.MethodGet, "/console/usage", t(c.usage)},
 		{http.MethodGet, "/console/users", t(c.users)},
 		{http.MethodGet, "/console/users/:id", t(c.user)},
 		{http.MethodGet, "/console/users/:id/export", t(c.exportUser)},

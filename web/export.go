@@ -30,7 +30,7 @@ func (c *Console) exportUser(ec echo.Context, s *session) error {
 	if len(us) != 1 {
 		return c.notFound(ec)
 	}
-	if err := c.record(ctx, actor(ec, s, "memory.export", memoryUserTarget(id), map[string]any{"user_id": id, "as": s.Role})); err != nil {
+	if err := c.record(ctx, actor(ec, s, "memory.export", memoryUserTarget(id), map[string]any{"user_id": id, "user": us[0].Name, "as": s.Role})); err != nil {
 		return c.internal(ec, err)
 	}
 	body := &download{ec: ec, filename: exportFilename(us[0].Name)}

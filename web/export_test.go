@@ -16,7 +16,7 @@ func TestExportDownload(t *testing.T) {
 	srv := webtest.Start(t, webtest.Options{})
 	tm := signUpTeam(t, srv, "Export Team")
 	other := signUpTeam(t, srv, "Other Team")
-	member, _, _ := addMember(t, srv, tm, "tenant_member")
+	member, _, _ := addMember(t, srv, tm, "tenant_reader")
 	storeTurn(t, srv, webtest.Turn{TenantID: tm.tenantID, UserID: tm.userID, Conversation: "h:trip", Role: "user", Text: "We land at 9:40 <on the 14th>."})
 	storeTurn(t, srv, webtest.Turn{TenantID: tm.tenantID, UserID: tm.userID, Conversation: "h:trip", Role: "assistant", Speaker: "Mel", Text: "Noted & saved."})
 	empty, err := srv.DB.EnsureUser(context.Background(), tm.tenantID, "quiet one")

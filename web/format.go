@@ -38,3 +38,12 @@ func agoPtr(t *time.Time, now time.Time) string {
 	}
 	return ago(*t, now)
 }
+
+// share is part of whole as a percentage to one decimal; "–" when there
+// is nothing to share.
+func share(part, whole int64) string {
+	if whole == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
+}

@@ -117,7 +117,7 @@ func (c *Console) requests(ec echo.Context, s *session) error {
 		ids[i] = r.ID
 	}
 	// The list shows each request's question: memory content.
-	if err := c.auditView(ec, s, userID, "requests", nil, map[string]any{"requests": ids}); err != nil {
+	if err := c.auditView(ec, s, "requests", requestOwners(rows), map[string]any{"requests": ids}); err != nil {
 		return c.internal(ec, err)
 	}
 	now := time.Now()
@@ -151,7 +151,7 @@ func (c *Console) request(ec echo.Context, s *session) error {
 		}
 		d = inspectionView(d, r, names)
 	}
-	if err := c.auditView(ec, s, r.UserID, "request", items, map[string]any{"request": id}); err != nil {
+	if err := c.auditView(ec, s, "request", []viewed{{userID: r.UserID, user: r.User, items: items}}, map[string]any{"request": id}); err != nil {
 		return c.internal(ec, err)
 	}
 	return c.render(ec, http.StatusOK, templates.RequestPage(c.page(ec, s, "Request #"+strconv.FormatInt(id, 10), "users"), d))
@@ -253,4 +253,18 @@ func (c *Console) itemFrames(ctx context.Context, tenantID, itemID int64) ([]tem
 			Question: oneLine(f.Question, 140)}
 	}
 	return out, nil
+}
+
+// requestOwners are the memory users whose questions a request list shows,
+// in the order they first appear, each once.
+func requestOwners(rows []store.RequestRow) []viewed {
+	var out []viewed
+	seen := map[int64]bool{}
+	for _, r := range rows {
+		if !seen[r.UserID] {
+			seen[r.UserID] = true
+			out = append(out, viewed{userID: r.UserID, user: r.User})
+		}
+	}
+	return out
 }

@@ -53,7 +53,7 @@ func TestInviteAnswersAlikeForEveryAddress(t *testing.T) {
 	srv := webtest.Start(t, webtest.Options{})
 	a := signUpTeam(t, srv, "Prober")
 	b := signUpTeam(t, srv, "Victim")
-	_, member, _ := addMember(t, srv, b, "tenant_member")
+	_, member, _ := addMember(t, srv, b, "tenant_reader")
 	root := "root-" + unique() + "@example.com"
 	if err := web.CreatePlatformAdmin(context.Background(), srv.DB, root, password); err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestInviteAnswersAlikeForEveryAddress(t *testing.T) {
 	a.admin.Get("/console/accounts")
 	var first inviteAnswer
 	for i, c := range cases {
-		got := invite(t, a.admin, c.email, "tenant_member")
+		got := invite(t, a.admin, c.email, "tenant_reader")
 		if got.status != http.StatusCreated || got.err != "" || !strings.HasPrefix(got.link, srv.URL+"/invite/") {
 			t.Errorf("%s: status %d, error %q, link %q; want 201 with a link like every address", c.name, got.status, got.err, got.link)
 			continue
@@ -90,7 +90,7 @@ func TestInviteAnswersAlikeForEveryAddress(t *testing.T) {
 	}
 	// An address already in the inviter's own team is on the same page:
 	// saying so tells the admin nothing new.
-	if got := invite(t, a.admin, a.email, "tenant_member"); got.status != http.StatusBadRequest || got.err == "" {
+	if got := invite(t, a.admin, a.email, "tenant_reader"); got.status != http.StatusBadRequest || got.err == "" {
 		t.Errorf("own team's address: status %d, error %q; want 400 naming it", got.status, got.err)
 	}
 }
@@ -105,13 +105,13 @@ func TestInviteThrottleLeavesNoRows(t *testing.T) {
 	b := signUpTeam(t, srv, "Bystander")
 	a.admin.Get("/console/accounts")
 	for i := range perHour {
-		if got := invite(t, a.admin, "n"+strconv.Itoa(i)+"-"+unique()+"@example.com", "tenant_member"); got.status != http.StatusCreated {
+		if got := invite(t, a.admin, "n"+strconv.Itoa(i)+"-"+unique()+"@example.com", "tenant_reader"); got.status != http.StatusCreated {
 			t.Fatalf("invitation %d: status %d (%s)", i+1, got.status, got.err)
 		}
 	}
 	var refused []inviteAnswer
 	for _, email := range []string{"late-" + unique() + "@example.com", b.email, "later-" + unique() + "@example.com"} {
-		p := a.admin.Post("/console/accounts/invite", url.Values{"email": {email}, "role": {"tenant_member"}})
+		p := a.admin.Post("/console/accounts/invite", url.Values{"email": {email}, "role": {"tenant_reader"}})
 		if p.Status != http.StatusTooManyRequests {
 			t.Fatalf("invitation over the limit for %s: status %d, want 429", email, p.Status)
 		}
@@ -133,7 +133,7 @@ func TestInviteThrottleLeavesNoRows(t *testing.T) {
 	}
 	// Another team has its own budget.
 	b.admin.Get("/console/accounts")
-	if got := invite(t, b.admin, "other-"+unique()+"@example.com", "tenant_member"); got.status != http.StatusCreated {
+	if got := invite(t, b.admin, "other-"+unique()+"@example.com", "tenant_reader"); got.status != http.StatusCreated {
 		t.Fatalf("another team's invitation: status %d", got.status)
 	}
 }

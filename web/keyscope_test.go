@@ -84,7 +84,7 @@ func TestKeysPageScopes(t *testing.T) {
 		t.Errorf("a refused form created memory user eve (%d, %v)", eve, err)
 	}
 
-	member, _, _ := addMember(t, srv, tm, "tenant_member")
+	member, _, _ := addMember(t, srv, tm, "tenant_reader")
 	member.Get("/console/keys")
 	if p := member.Post("/console/keys", url.Values{"name": {"mine"}, "user_id": {itoa(tm.userID)}, "scope": {"tenant"}}); p.Status != http.StatusForbidden {
 		t.Errorf("a member creating a tenant-wide key: %d, want 403", p.Status)

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory"
@@ -80,29 +81,76 @@ func toView(items []Item, now time.Time) []templates.Item {
 	return out
 }
 
+// viewed is one memory user's content a page shows: whose, and which
+// items (chain neighbours apart, as the compact lines show their text).
+type viewed struct {
+	userID int64
+	user   string // the name, written into the entry so it names the user even once renamed or purged
+	items  []int64
+	chain  []int64
+}
+
 // auditView records, before the page is sent, that the session's account
-// is shown memory content: whose (the target), which view, which items,
-// and in what role. Content is never written to the log. A view that
-// cannot be recorded is not shown.
-func (c *Console) auditView(ec echo.Context, s *session, userID int64, view string, items []int64, detail map[string]any) error {
-	d := map[string]any{"view": view, "items": items, "as": s.Role}
-	for k, v := range detail {
-		d[k] = v
+// is shown memory content: whose (the target, and the user's name), which
+// view, which items, and in what role; one entry per memory user shown,
+// all in one transaction. Content is never written to the log. A view
+// that cannot be recorded is not shown.
+func (c *Console) auditView(ec echo.Context, s *session, view string, shown []viewed, detail map[string]any) error {
+	ctx := ec.Request().Context()
+	return c.db.InTenant(ctx, s.TenantID, func(tx pgx.Tx) error {
+		for _, v := range shown {
+			d := map[string]any{"view": view, "user": v.user, "items": nonNil(v.items), "as": s.Role}
+			if len(v.chain) > 0 {
+				d["chain_items"] = v.chain
+			}
+			for k, x := range detail {
+				d[k] = x
+			}
+			if err := writeAudit(ctx, tx, actor(ec, s, "memory.view", memoryUserTarget(v.userID), d)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func nonNil(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
 	}
-	return c.record(ec.Request().Context(), actor(ec, s, "memory.view", memoryUserTarget(userID), d))
+	return ids
+}
+
+// shownByOwner groups a page's items (and the chain neighbours their
+// lines show) by owner, in the order owners first appear. With no items,
+// the page still names whose memory was asked for (none, for an
+// all-users search that found nothing).
+func shownByOwner(items []templates.Item, userID int64, user string) []viewed {
+	var out []viewed
+	at := map[int64]int{}
+	for _, it := range items {
+		i, ok := at[it.UserID]
+		if !ok {
+			i = len(out)
+			at[it.UserID] = i
+			out = append(out, viewed{userID: it.UserID, user: it.User})
+		}
+		out[i].items = append(out[i].items, it.ID)
+		for _, g := range it.Chain {
+			for _, n := range g.Neighbours {
+				out[i].chain = append(out[i].chain, n.ID)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, viewed{userID: userID, user: user})
+	}
+	return out
 }
 
 // memoryUserTarget is how audit entries name a memory user; the audit
 // page shows its current name.
 func memoryUserTarget(userID int64) string { return "memory_user:" + strconv.FormatInt(userID, 10) }
-
-func itemIDs(items []Item) []int64 {
-	out := make([]int64, len(items))
-	for i, it := range items {
-		out[i] = it.ID
-	}
-	return out
-}
 
 // memory is the memory browser. The user comes from ?user= (checked to be
 // the tenant's; "all" for every user, admins only) or is the first user;
@@ -152,14 +200,20 @@ func (c *Console) memory(ec echo.Context, s *session) error {
 		if q != "" {
 			view = "search"
 		}
-		if err := c.auditView(ec, s, userID, view, itemIDs(items), nil); err != nil {
-			return c.internal(ec, err)
-		}
 		v.Items = toView(items, time.Now())
 		if q != "" {
 			c.explain(items, v.Items, q)
 		}
 		if err := c.withChain(ctx, s.TenantID, v.Items); err != nil {
+			return c.internal(ec, err)
+		}
+		asked := "all users"
+		if !all {
+			if asked, err = c.memoryUserName(ctx, s.TenantID, userID); err != nil {
+				return c.internal(ec, err)
+			}
+		}
+		if err := c.auditView(ec, s, view, shownByOwner(v.Items, userID, asked), nil); err != nil {
 			return c.internal(ec, err)
 		}
 	}
@@ -205,12 +259,14 @@ func (c *Console) conversation(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	if err := c.auditView(ec, s, meta.UserID, "conversation", itemIDs(items), map[string]any{"conversation_id": id}); err != nil {
-		return c.internal(ec, err)
-	}
 	v := templates.Conversation{ID: meta.ID, Title: meta.Title, User: meta.User, UserID: meta.UserID, Items: toView(items, time.Now()),
 		Scale: heatScale(), Bindings: bindings}
 	if err := c.withChain(ctx, s.TenantID, v.Items); err != nil {
+		return c.internal(ec, err)
+	}
+	// The conversation is its owner's; the title alone is content too.
+	shown := shownByOwner(v.Items, meta.UserID, meta.User)
+	if err := c.auditView(ec, s, "conversation", shown, map[string]any{"conversation_id": id}); err != nil {
 		return c.internal(ec, err)
 	}
 	return c.render(ec, http.StatusOK, templates.ConversationPage(c.page(ec, s, meta.Title, "memory"), v))
@@ -253,7 +309,14 @@ func (c *Console) item(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	if err := c.auditView(ec, s, it.UserID, "item", []int64{it.ID}, map[string]any{"conversation_id": it.ConversationID}); err != nil {
+	var chain []int64
+	for _, g := range groups[it.ID] {
+		for _, n := range g.Neighbours {
+			chain = append(chain, n.ID)
+		}
+	}
+	shown := []viewed{{userID: it.UserID, user: user, items: []int64{it.ID}, chain: chain}}
+	if err := c.auditView(ec, s, "item", shown, map[string]any{"conversation_id": it.ConversationID}); err != nil {
 		return c.internal(ec, err)
 	}
 	frames, err := c.itemFrames(ctx, s.TenantID, it.ID)

@@ -57,7 +57,7 @@ func TestMemorySearchAcrossUsers(t *testing.T) {
 		t.Fatalf("browsing all users: %d items, caption %q", browse.TestID("item").Length(), browse.TestID("memory-caption").Text())
 	}
 
-	mem, _, _ := addMember(t, srv, tm, "tenant_member")
+	mem, _, _ := addMember(t, srv, tm, "tenant_reader")
 	if p := mem.Get("/console/memory?user=all&q=zephyr"); p.Status != http.StatusForbidden {
 		t.Fatalf("member searching all users: %d", p.Status)
 	}

@@ -318,7 +318,7 @@ func TestIntegrityFromConsole(t *testing.T) {
 	if p := other.admin.Get(list.TestID("integrity-link").First().AttrOr("href", "")); p.Status != http.StatusNotFound {
 		t.Fatalf("another team's admin reads the report: %d", p.Status)
 	}
-	mem, _, _ := addMember(t, srv, o.team, "tenant_member")
+	mem, _, _ := addMember(t, srv, o.team, "tenant_reader")
 	if p := mem.Get("/console/integrity"); p.Status != http.StatusForbidden {
 		t.Fatalf("member: %d", p.Status)
 	}
@@ -349,7 +349,7 @@ func TestPurgeFromConsole(t *testing.T) {
 	if p := o.admin.Post(path, url.Values{"confirm": {"bob"}}); p.Status != http.StatusBadRequest || p.TestID("form-error").Length() != 1 {
 		t.Fatalf("wrong confirmation: %d", p.Status)
 	}
-	mem, _, _ := addMember(t, srv, o.team, "tenant_member")
+	mem, _, _ := addMember(t, srv, o.team, "tenant_reader")
 	mem.Get("/console")
 	if p := mem.Post(path, url.Values{"confirm": {"alice"}}); p.Status != http.StatusForbidden {
 		t.Fatalf("member purge: %d", p.Status)

@@ -134,7 +134,7 @@ func TestInvitationWorksOnce(t *testing.T) {
 	if g := other.Post(u.Path, url.Values{"password": {password}}); g.Status != http.StatusNotFound {
 		t.Fatalf("used invitation accepted again: %d", g.Status)
 	}
-	if p := tm.admin.Post("/console/accounts/invite", url.Values{"email": {"new@example.com"}, "role": {"tenant_member"}}); p.Status != http.StatusBadRequest {
+	if p := tm.admin.Post("/console/accounts/invite", url.Values{"email": {"new@example.com"}, "role": {"tenant_reader"}}); p.Status != http.StatusBadRequest {
 		t.Fatalf("invite for an existing account: %d", p.Status)
 	}
 }

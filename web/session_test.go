@@ -67,7 +67,7 @@ func TestDisablingAnAccountEndsItsSessions(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, webtest.Options{})
 	tm := signUpTeam(t, srv, "Disable")
-	mem, email, id := addMember(t, srv, tm, "tenant_member")
+	mem, email, id := addMember(t, srv, tm, "tenant_reader")
 	if p := mem.Get("/console"); p.Status != http.StatusOK {
 		t.Fatalf("member before disable: %d", p.Status)
 	}
@@ -111,7 +111,7 @@ func TestRoleChangeHoldsOnTheNextRequest(t *testing.T) {
 		t.Fatalf("second admin on audit: %d", p.Status)
 	}
 	tm.admin.Get("/console/accounts")
-	if p := tm.admin.Post("/console/accounts/"+strconv.FormatInt(id, 10)+"/role", url.Values{"role": {"tenant_member"}}); p.Status != http.StatusSeeOther {
+	if p := tm.admin.Post("/console/accounts/"+strconv.FormatInt(id, 10)+"/role", url.Values{"role": {"tenant_reader"}}); p.Status != http.StatusSeeOther {
 		t.Fatalf("set role: %d", p.Status)
 	}
 	if p := other.Get("/console/audit"); p.Status != http.StatusForbidden {

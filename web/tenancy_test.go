@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perpetuity/perpetuity/policies/policytest"
 	"github.com/perpetuity/perpetuity/web"
 	"github.com/perpetuity/perpetuity/web/webtest"
 )
@@ -16,7 +17,7 @@ func TestMemberIsReadOnly(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, webtest.Options{})
 	tm := signUpTeam(t, srv, "Readers")
-	mem, _, _ := addMember(t, srv, tm, "tenant_member")
+	mem, _, _ := addMember(t, srv, tm, "tenant_reader")
 	var keyID int64
 	if err := srv.Owner.QueryRow(context.Background(), `SELECT id FROM api_keys WHERE tenant_id = $1`, tm.tenantID).Scan(&keyID); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestTenantAdminCannotReachAnotherTenant(t *testing.T) {
 	const canaryB = "bravo-canary-7f3a"
 	itemA, _ := storeTurn(t, srv, webtest.Turn{TenantID: a.tenantID, UserID: a.userID, Conversation: "a1", Role: "user", Text: "alpha talks about the canary plan", Peak: 1})
 	_, convB := storeTurn(t, srv, webtest.Turn{TenantID: b.tenantID, UserID: b.userID, Conversation: "b1", Role: "user", Text: "secret " + canaryB + " canary plan", Peak: 1})
-	_, memberB, memberBID := addMember(t, srv, b, "tenant_member")
+	_, memberB, memberBID := addMember(t, srv, b, "tenant_reader")
 	var keyB int64
 	if err := srv.Owner.QueryRow(context.Background(), `SELECT id FROM api_keys WHERE tenant_id = $1`, b.tenantID).Scan(&keyB); err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestTenantAdminCannotReachAnotherTenant(t *testing.T) {
 	if err := srv.Owner.QueryRow(context.Background(), `SELECT role, disabled_at IS NOT NULL FROM console_accounts WHERE id = $1`, memberBID).Scan(&role, &disabled); err != nil {
 		t.Fatal(err)
 	}
-	if role != "tenant_member" || disabled {
+	if role != "tenant_reader" || disabled {
 		t.Fatalf("B's member changed by A: role %s disabled %v", role, disabled)
 	}
 	var keysB int
@@ -151,8 +152,9 @@ func TestRouteMatrixOverHTTP(t *testing.T) {
 	ctx := context.Background()
 	tm := signUpTeam(t, srv, "Matrix")
 	itemID, convID := storeTurn(t, srv, webtest.Turn{TenantID: tm.tenantID, UserID: tm.userID, Conversation: "m", Role: "user", Text: "matrix turn", Peak: 1})
-	_, _, victimID := addMember(t, srv, tm, "tenant_member")
+	_, _, victimID := addMember(t, srv, tm, "tenant_reader")
 	mem, _, _ := addMember(t, srv, tm, "tenant_member")
+	rdr, _, _ := addMember(t, srv, tm, "tenant_reader")
 	if err := web.CreatePlatformAdmin(ctx, srv.DB, "root@example.com", password); err != nil {
 		t.Fatal(err)
 	}
@@ -182,22 +184,23 @@ func TestRouteMatrixOverHTTP(t *testing.T) {
 			"/invite/:token", "/invite/not-a-token",
 			"/static/*", "/static/console.css",
 		)
-		form := url.Values{"role": {"tenant_member"}, "user_id": {strconv.FormatInt(tm.userID, 10)}}
+		form := url.Values{"role": {"tenant_reader"}, "user_id": {strconv.FormatInt(tm.userID, 10)}}
 		return r.Replace(path), form
 	}
 	callers := []struct {
 		name  string
-		level int
+		level policytest.Level
 		cl    func() *webtest.Client
 	}{
-		{"anonymous", 0, func() *webtest.Client { c := srv.NewClient(t); c.Get("/signin"); return c }},
-		{"member", 1, func() *webtest.Client { return mem }},
-		{"admin", 2, func() *webtest.Client { return tm.admin }},
-		{"platform admin", 3, func() *webtest.Client { return plat }},
+		{"anonymous", policytest.Public, func() *webtest.Client { c := srv.NewClient(t); c.Get("/signin"); return c }},
+		{"member", policytest.Member, func() *webtest.Client { return mem }},
+		{"reader", policytest.Reader, func() *webtest.Client { return rdr }},
+		{"admin", policytest.Admin, func() *webtest.Client { return tm.admin }},
+		{"platform admin", policytest.Platform, func() *webtest.Client { return plat }},
 	}
-	need := map[string]int{}
-	for _, r := range srv.Echo.Routes() {
-		need[r.Method+" "+r.Path] = routeLevel(r.Method, r.Path)
+	need, err := policytest.ConsoleAccess()
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, who := range callers {
 		for _, r := range srv.Echo.Routes() {
@@ -217,33 +220,10 @@ func TestRouteMatrixOverHTTP(t *testing.T) {
 			// redirect to sign in; a rejected password is not a denial.
 			denied := ((p.Status == http.StatusForbidden || p.Status == http.StatusUnauthorized) && p.TestID("error").Length() == 1) ||
 				(p.Status == http.StatusSeeOther && p.Location() == "/signin" && r.Path != "/")
-			want := need[r.Method+" "+r.Path] > who.level
+			want := !policytest.Allows(need[r.Method+" "+r.Path], who.level)
 			if denied != want {
 				t.Errorf("%s %s %s: status %d (to %q), denied=%v, want denied=%v", who.name, r.Method, path, p.Status, p.Location(), denied, want)
 			}
 		}
 	}
-}
-
-// routeLevel mirrors the policy for the HTTP walk: 0 public, 1 member,
-// 2 admin, 3 platform admin. The exhaustive policy-level matrix (with
-// "every route has a rule") is TestAuthorizationMatrix in package web.
-func routeLevel(method, path string) int {
-	switch {
-	case strings.HasPrefix(path, "/platform/"), method == http.MethodPost && path == "/console/dictionaries",
-		strings.Contains(path, "reset-link"):
-		return 3
-	case strings.HasPrefix(path, "/console/keys/new/") || strings.HasPrefix(path, "/console/welcome/"),
-		strings.HasPrefix(path, "/console/keys/:id/"): // a key's rotation and limits pages are the admin's
-		return 2
-	case path == "/console/accounts" || strings.HasPrefix(path, "/console/accounts/") || path == "/console/audit",
-		strings.HasPrefix(path, "/console/dictionaries") || strings.HasPrefix(path, "/console/integrity"),
-		path == "/console/users/:id/export":
-		return 2
-	case method == http.MethodPost && strings.HasPrefix(path, "/console/"):
-		return 2
-	case strings.HasPrefix(path, "/console") || path == "/signout":
-		return 1
-	}
-	return 0
 }

@@ -189,7 +189,7 @@ func TestPasswordResetLink(t *testing.T) {
 	srv := webtest.Start(t, webtest.Options{})
 	ctx := context.Background()
 	tm := signUpTeam(t, srv, "Resets")
-	member, email, id := addMember(t, srv, tm, "tenant_member")
+	member, email, id := addMember(t, srv, tm, "tenant_reader")
 	tm.admin.Get("/console/accounts")
 	if p := tm.admin.Post("/console/accounts/"+itoa(id)+"/reset-link", nil); p.Status != http.StatusForbidden {
 		t.Fatalf("a tenant admin issuing a reset link: %d, want 403", p.Status)
@@ -270,7 +270,7 @@ func TestResetLinkIsSingleAndExpires(t *testing.T) {
 	srv := webtest.Start(t, webtest.Options{})
 	ctx := context.Background()
 	tm := signUpTeam(t, srv, "Expiry")
-	_, email, _ := addMember(t, srv, tm, "tenant_member")
+	_, email, _ := addMember(t, srv, tm, "tenant_reader")
 	by := store.Actor{Email: "cli"}
 	old, err := web.IssueResetLink(ctx, srv.DB, srv.URL, email, time.Hour, by)
 	if err != nil {
@@ -302,7 +302,7 @@ func TestUnlockClearsFailedSignIns(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, webtest.Options{Config: func(c *web.Config) { c.SignInPerAccount = 3 }})
 	tm := signUpTeam(t, srv, "Unlock")
-	_, email, id := addMember(t, srv, tm, "tenant_member")
+	_, email, id := addMember(t, srv, tm, "tenant_reader")
 	for i := range 3 {
 		if p := srv.NewClient(t).SignIn(email, "wrong password "+strconv.Itoa(i)); p.Status != http.StatusUnauthorized {
 			t.Fatalf("failure %d: %d", i, p.Status)

@@ -126,6 +126,10 @@ func (c *Console) user(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
+	// Conversation titles and the heat of the user's items are content.
+	if err := c.auditView(ec, s, "user", []viewed{{userID: id, user: us[0].Name}}, map[string]any{"conversations": len(convs)}); err != nil {
+		return c.internal(ec, err)
+	}
 	d := templates.UserDetail{User: us[0], Keys: keys, Bindings: bindings, Heat: heat}
 	for _, cv := range convs {
 		d.Conversations = append(d.Conversations, templates.ConversationRow{

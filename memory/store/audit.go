@@ -42,7 +42,9 @@ type AuditEntry struct {
 const auditTargetName = `CASE
     WHEN l.target ~ '^memory_user:[0-9]{1,18}$' THEN coalesce((
         SELECT CASE WHEN u.display_name <> '' AND u.display_name <> u.name THEN u.display_name || ' (' || u.name || ')' ELSE u.name END
-        FROM memory_users u WHERE u.tenant_id = l.tenant_id AND u.id = split_part(l.target, ':', 2)::bigint), '')
+        FROM memory_users u WHERE u.tenant_id = l.tenant_id AND u.id = split_part(l.target, ':', 2)::bigint),
+        -- A user gone since is named as the entry wrote it down.
+        nullif(l.detail->>'user', ''), '')
     WHEN l.target ~ '^conversation:[0-9]{1,18}$' THEN coalesce((
         SELECT coalesce(nullif(c.title, ''), c.ext_key)
         FROM conversations c WHERE c.tenant_id = l.tenant_id AND c.id = split_part(l.target, ':', 2)::bigint), '')

@@ -14,6 +14,7 @@ type RequestRecord struct {
 	TenantID    int64
 	RequestID   string
 	UserID      int64
+	KeyID       int64 // the Perpetuity key it came in with; 0 for none
 	Dialect     string
 	Provider    string
 	Model       string
@@ -36,8 +37,8 @@ type RequestRecord struct {
 }
 
 const insertRequestSQL = `INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
-		tokens_in, tokens_out, frame_items, frame_tokens, duration_ms)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+		tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))`
 
 // insertInspectedSQL writes the figures, the inspection, its item index
 // and prunes the tenant's expired records: one round trip, so that the
@@ -46,31 +47,31 @@ const insertRequestSQL = `INSERT INTO requests (tenant_id, request_id, user_id, 
 // from its oldest end and stops at the first record still kept.
 const insertInspectedSQL = `WITH r AS (
 		INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
-			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))
 		RETURNING id, at),
 	ins AS (
 		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record)
-		SELECT $1, r.id, $3, r.at, $14::jsonb FROM r
+		SELECT $1, r.id, $3, r.at, $15::jsonb FROM r
 		RETURNING request_id),
 	idx AS (
 		INSERT INTO request_inspection_items (tenant_id, item_id, request_id, shown)
-		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($15::bigint[], $16::boolean[]) AS x(item_id, shown))
-	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $17::double precision)`
+		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($16::bigint[], $17::boolean[]) AS x(item_id, shown))
+	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $18::double precision)`
 
 // insertPrunedSQL writes the figures and prunes, keeping no record.
 const insertPrunedSQL = `WITH r AS (
 		INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
-			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))
 		RETURNING id)
-	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $14::double precision)`
+	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $15::double precision)`
 
 // RecordRequest stores one request's figures, and its inspection when
 // there is one to keep.
 func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
 	args := []any{r.TenantID, r.RequestID, r.UserID, r.Dialect, r.Provider, r.Model,
-		r.Status, r.Streamed, r.TokensIn, r.TokensOut, r.FrameItems, r.FrameTokens, r.DurationMS}
+		r.Status, r.Streamed, r.TokensIn, r.TokensOut, r.FrameItems, r.FrameTokens, r.DurationMS, r.KeyID}
 	q := insertRequestSQL
 	if r.Inspection != nil && r.InspectRetention > 0 {
 		doc, err := json.Marshal(r.Inspection)

@@ -39,7 +39,7 @@ func TestInviteEnumeration(t *testing.T) {
 	victim := w.browser("192.0.2.10")
 	victim.signIn("admin@victim0.test", password)
 	victim.get("/console/accounts")
-	link := inviteLink.FindString(victim.post("/console/accounts/invite", url.Values{"email": {"member2@victim0.test"}, "role": {"tenant_member"}}).body)
+	link := inviteLink.FindString(victim.post("/console/accounts/invite", url.Values{"email": {"member2@victim0.test"}, "role": {"tenant_reader"}}).body)
 	joiner := w.browser("192.0.2.20")
 	joiner.get(link)
 	if a := joiner.post(link, url.Values{"password": {password}}); a.status != http.StatusSeeOther {
@@ -74,7 +74,7 @@ func TestInviteEnumeration(t *testing.T) {
 	)
 	start := time.Now()
 	for i, email := range addrs {
-		a := prober.post("/console/accounts/invite", url.Values{"email": {email}, "role": {"tenant_member"}})
+		a := prober.post("/console/accounts/invite", url.Values{"email": {email}, "role": {"tenant_reader"}})
 		page := tables.ReplaceAllString(inviteLink.ReplaceAllString(a.body, "/invite/LINK"), "<table/>")
 		switch {
 		case i < perHour && a.status == http.StatusCreated && inviteLink.MatchString(a.body):
@@ -121,7 +121,7 @@ func TestInviteEnumeration(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for i := range jobs {
-				a := racer.post("/console/accounts/invite", url.Values{"email": {fmt.Sprintf("race%03d@elsewhere.test", i)}, "role": {"tenant_member"}})
+				a := racer.post("/console/accounts/invite", url.Values{"email": {fmt.Sprintf("race%03d@elsewhere.test", i)}, "role": {"tenant_reader"}})
 				mu.Lock()
 				raced[a.status]++
 				mu.Unlock()
@@ -149,7 +149,7 @@ func TestInviteEnumeration(t *testing.T) {
 			if exists {
 				email = existing[i%len(existing)]
 			}
-			a := tb.post("/console/accounts/invite", url.Values{"email": {email}, "role": {"tenant_member"}})
+			a := tb.post("/console/accounts/invite", url.Values{"email": {email}, "role": {"tenant_reader"}})
 			if a.status != http.StatusCreated {
 				t.Errorf("timing team %d, invitation %d (%s): %d %q", k, i, email, a.status, formError(a.body))
 				continue

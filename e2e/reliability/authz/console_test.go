@@ -19,12 +19,14 @@ import (
 	"github.com/perpetuity/perpetuity/web"
 )
 
-// level is the least role a route needs (policies/policytest).
+// level is who may use a route, or the role a principal holds
+// (policies/policytest; policytest.Allows decides).
 type level = policytest.Level
 
 const (
 	public   = policytest.Public
 	member   = policytest.Member
+	reader   = policytest.Reader
 	admin    = policytest.Admin
 	platform = policytest.Platform
 )
@@ -94,16 +96,23 @@ func TestConsoleRouteRoleMatrix(t *testing.T) {
 		t.Fatalf("sign-up: %d %.300s", a.status, a.body)
 	}
 	adminB.get("/console/accounts")
-	inv := adminB.post("/console/accounts/invite", url.Values{"email": {"member@authz.test"}, "role": {"tenant_member"}})
-	token := inviteURL.FindString(string(inv.body))
-	if inv.status != http.StatusCreated || token == "" {
-		t.Fatalf("invite: %d, no invite URL: %.300s", inv.status, inv.body)
+	join := func(email, role string) *console {
+		t.Helper()
+		adminB.get("/console/accounts")
+		inv := adminB.post("/console/accounts/invite", url.Values{"email": {email}, "role": {role}})
+		token := inviteURL.FindString(string(inv.body))
+		if inv.status != http.StatusCreated || token == "" {
+			t.Fatalf("invite %s: %d, no invite URL: %.300s", role, inv.status, inv.body)
+		}
+		b := newConsole(t, w.proc.URL)
+		b.get(token)
+		if a := b.post(token, url.Values{"password": {pw}}); a.status != http.StatusSeeOther {
+			t.Fatalf("accept invite: %d %.300s", a.status, a.body)
+		}
+		return b
 	}
-	memberB := newConsole(t, w.proc.URL)
-	memberB.get(token)
-	if a := memberB.post(token, url.Values{"password": {pw}}); a.status != http.StatusSeeOther {
-		t.Fatalf("accept invite: %d %.300s", a.status, a.body)
-	}
+	memberB := join("member@authz.test", "tenant_member")
+	readerB := join("reader@authz.test", "tenant_reader")
 	createPlatformAdmin(t, w.env, "root@authz.test", pw)
 	rootB := newConsole(t, w.proc.URL)
 	rootB.signIn("root@authz.test", pw)
@@ -121,6 +130,7 @@ func TestConsoleRouteRoleMatrix(t *testing.T) {
 	principals := []principal{
 		{"anonymous", public, anonB},
 		{"tenant member", member, memberB},
+		{"tenant reader", reader, readerB},
 		{"tenant admin", admin, adminB},
 		{"platform admin, no tenant entered", platform, rootB},
 		{"platform admin, in a tenant", platform, enteredB},
@@ -162,7 +172,7 @@ func TestConsoleRouteRoleMatrix(t *testing.T) {
 			} else {
 				a = p.b.post(concrete(r.Path), nil)
 			}
-			want := need <= p.level
+			want := policytest.Allows(need, p.level)
 			got := !refused(a, r.Method, p.level != public)
 			if r.Path == "/" && p.level == public {
 				// Signed out, / sends to /signin just as a refusal would.

@@ -104,7 +104,7 @@ func (d *driver) consoleForeign(ctx context.Context, r *rand.Rand, tn *tenant) (
 			form = url.Values{"confirm": {d.ids.name(id)}}
 		case "foreign account role":
 			path = fmt.Sprintf(pr.fmt, id)
-			form = url.Values{"role": {"tenant_member"}}
+			form = url.Values{"role": {"tenant_reader"}}
 		default:
 			path = fmt.Sprintf(pr.fmt, id)
 		}
