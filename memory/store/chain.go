@@ -83,11 +83,11 @@ const (
 		SELECT $1, e.src, e.dst, e.rel, e.uid, e.w
 		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::real[]) AS e(src, dst, rel, uid, w)
 		ON CONFLICT DO NOTHING`
-	chainSetHeadSQL  = `UPDATE chain_heads SET seq = $2 WHERE tenant_id = $1`
+	chainSetHeadSQL = `UPDATE chain_heads SET seq = $2 WHERE tenant_id = $1`
 	// A redaction past what the writer's graph has seen changed the
 	// statistics its edges were derived with.
 	chainRedactedSinceSQL = `SELECT EXISTS (SELECT 1 FROM tenant_log WHERE tenant_id = $1 AND kind = 'redact' AND seq > $2)`
-	chainAllEdgesSQL = `SELECT e.src_id, e.dst_id, e.relation, e.user_id, e.weight, s.token_count, d.token_count
+	chainAllEdgesSQL      = `SELECT e.src_id, e.dst_id, e.relation, e.user_id, e.weight, s.token_count, d.token_count
 		FROM chain_edges e
 		JOIN items s ON s.tenant_id = e.tenant_id AND s.id = e.src_id
 		JOIN items d ON d.tenant_id = e.tenant_id AND d.id = e.dst_id
