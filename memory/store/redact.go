@@ -24,13 +24,15 @@ type RedactReport struct {
 	MessageID      int64 `json:"message_id"`
 	// MessageRemoved: the item was its message's last part, so the message
 	// (and its reply sources) went too.
-	MessageRemoved bool  `json:"message_removed"`
-	Rows           int64 `json:"retrieval_rows"`
-	Activations    int64 `json:"activations"`
-	Reheats        int64 `json:"reheats"`
-	Edges          int64 `json:"edges"`   // chain edges that named the item
-	Sources        int64 `json:"sources"` // replies' sources that listed it
-	Seq            int64 `json:"seq"`
+	MessageRemoved bool `json:"message_removed"`
+	// TitleCleared: the conversation's title held the item's text.
+	TitleCleared bool  `json:"title_cleared"`
+	Rows         int64 `json:"retrieval_rows"`
+	Activations  int64 `json:"activations"`
+	Reheats      int64 `json:"reheats"`
+	Edges        int64 `json:"edges"`   // chain edges that named the item
+	Sources      int64 `json:"sources"` // replies' sources that listed it
+	Seq          int64 `json:"seq"`
 }
 
 // OwnerEdges derives an owner's whole chain graph from their items in log
@@ -68,6 +70,17 @@ const (
 		FROM items i LEFT JOIN reply_sources s ON s.tenant_id = i.tenant_id AND s.message_id = i.message_id
 		WHERE i.tenant_id = $1 AND i.user_id = $2 AND i.seq <= $3
 		ORDER BY i.seq, i.id`
+	// A conversation is titled by its first message (the proxy's
+	// default): a title that holds the item's text, or is held by it,
+	// would show the secret on every console page, so it is cleared and
+	// its bindings with that text go; a new empty binding keeps the log
+	// complete.
+	redactTitleSQL = `UPDATE conversations c SET title = '' FROM items i
+		WHERE c.tenant_id = $1 AND i.tenant_id = $1 AND i.id = $2 AND c.id = i.conversation_id
+		  AND c.title <> '' AND (strpos(i.body, c.title) > 0 OR strpos(c.title, i.body) > 0)`
+	redactTitleBindingsSQL = `DELETE FROM bindings b USING items i
+		WHERE b.tenant_id = $1 AND i.tenant_id = $1 AND i.id = $2 AND b.conversation_id = i.conversation_id
+		  AND b.kind = 'title' AND b.value <> '' AND (strpos(i.body, b.value) > 0 OR strpos(b.value, i.body) > 0)`
 	redactLogSQL   = `INSERT INTO tenant_log (tenant_id, seq, kind, user_id, item_id) VALUES ($1, $2, 'redact', $3, $4)`
 	redactAuditSQL = `INSERT INTO audit_log (tenant_id, actor_id, actor_email, action, target, detail, address)
 		VALUES ($1, $2, $3, 'memory.redact', $4, $5, $6)`
@@ -116,10 +129,23 @@ func (db *DB) RedactItem(ctx context.Context, tenantID, itemID int64, by Actor, 
 				return fmt.Errorf("redact statistics: %w", err)
 			}
 		}
+		tag, err := tx.Exec(ctx, redactTitleSQL, tenantID, itemID)
+		if err != nil {
+			return fmt.Errorf("redact title: %w", err)
+		}
+		rep.TitleCleared = tag.RowsAffected() == 1
+		if _, err := tx.Exec(ctx, redactTitleBindingsSQL, tenantID, itemID); err != nil {
+			return fmt.Errorf("redact title: %w", err)
+		}
+		if rep.TitleCleared {
+			if err := bindNewConversation(ctx, tx, tenantID, rep.UserID, rep.ConversationID, "", "redact"); err != nil {
+				return err
+			}
+		}
 		if err := tx.QueryRow(ctx, redactItemEdgesSQL, tenantID, itemID).Scan(&rep.Edges); err != nil {
 			return fmt.Errorf("redact edges: %w", err)
 		}
-		tag, err := tx.Exec(ctx, redactSourcesSQL, tenantID, itemID)
+		tag, err = tx.Exec(ctx, redactSourcesSQL, tenantID, itemID)
 		if err != nil {
 			return fmt.Errorf("redact sources: %w", err)
 		}
