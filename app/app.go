@@ -54,6 +54,7 @@ func commands() map[string]command {
 		"dict":      {"dictionary rollouts: dict upload FILE | status | derive V | flip V | retire V", runDict},
 		"integrity": {"recompute the memory invariants, keep a report: integrity [--tenant ID]", runIntegrity},
 		"purge":     {"remove a memory user's whole memory: purge --tenant ID --user NAME [--yes]", runPurge},
+		"redact":    {"remove one stored item for good (a pasted secret): redact --tenant ID [--yes] ITEM_ID", runRedact},
 	}
 }
 

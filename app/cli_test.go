@@ -87,6 +87,7 @@ func TestWrongUsageExits2(t *testing.T) {
 		"dict":      {{"dict"}, {"dict", "nosuch"}, {"dict", "derive"}, {"dict", "flip", "x"}, {"dict", "status", "extra"}},
 		"integrity": {{"integrity", "extra"}, {"integrity", "--tenant", "-1"}},
 		"purge":     {{"purge"}, {"purge", "--tenant", "1"}, {"purge", "--user", "u"}},
+		"redact":    {{"redact"}, {"redact", "--tenant", "1"}, {"redact", "5"}, {"redact", "--tenant", "1", "x"}, {"redact", "--tenant", "1", "5", "6"}},
 	}
 	for name := range commands() {
 		if len(cases[name]) == 0 {

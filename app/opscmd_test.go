@@ -258,3 +258,52 @@ func TestPurgeCommand(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestRedactCommand(t *testing.T) {
+	t.Parallel()
+	w := newOpsWorld(t)
+	ctx := context.Background()
+	owner := dbtest.Owner(t, w.url)
+	ids := func(user string) []int64 {
+		t.Helper()
+		var out []int64
+		if err := owner.QueryRow(ctx, `SELECT coalesce(array_agg(i.id ORDER BY i.id), '{}') FROM items i
+			JOIN memory_users u ON u.tenant_id = i.tenant_id AND u.id = i.user_id
+			WHERE i.tenant_id = $1 AND u.name = $2`, w.acme.TenantID, user).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	tenant := itoa(w.acme.TenantID)
+	alice := ids("alice")
+	item := itoa(alice[0])
+	if _, _, err := w.run(t, itoa(alice[1])+"\n", runRedact, "--tenant", tenant, item); err == nil || len(ids("alice")) != 2 {
+		t.Fatalf("a wrong confirmation redacted: %v (%d items left)", err, len(ids("alice")))
+	}
+	out, errOut, err := w.run(t, "#"+item+"\n", runRedact, "--tenant", tenant, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "Type the item's id") || !strings.Contains(out, "redacted item #"+item) || strings.Contains(errOut+out, "Caroline") {
+		t.Fatalf("redact output:\n%s\n%s", errOut, out)
+	}
+	if got := ids("alice"); len(got) != 1 || got[0] != alice[1] || len(ids("bob")) != 2 {
+		t.Fatalf("after the redaction alice has %v, bob %v", got, ids("bob"))
+	}
+	out, _, err = w.run(t, "", runRedact, "--tenant", tenant, "--yes", "--json", itoa(alice[1]))
+	if err != nil || !strings.Contains(out, `"item_id":`+itoa(alice[1])) || !strings.Contains(out, `"message_removed":true`) {
+		t.Fatalf("redact --json: %v\n%s", err, out)
+	}
+	if _, _, err := w.run(t, "", runRedact, "--tenant", itoa(w.globex.TenantID), "--yes", itoa(ids("bob")[0])); err == nil ||
+		!strings.Contains(err.Error(), "not found") || len(ids("bob")) != 2 {
+		t.Fatalf("another tenant's item: %v", err)
+	}
+	var audits int64
+	if err := owner.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'memory.redact' AND actor_email = 'cli'`,
+		w.acme.TenantID).Scan(&audits); err != nil || audits != 2 {
+		t.Fatalf("%d audit entries: %v", audits, err)
+	}
+	if out, _, err := w.run(t, "", runIntegrity); err != nil {
+		t.Fatalf("integrity after redactions: %v\n%s", err, out)
+	}
+}

@@ -14,7 +14,7 @@ import (
 // the store only the labels and the items it does not hold. It is bounded
 // in bytes, least recently used first out.
 //
-// A purge is the only change to a stored item. Purges reach this process
+// A purge or a redaction is the only change to a stored item. Both reach this process
 // through the tenant log, as they reach its arenas: the catch-up that
 // applies one to the arena drops the user's items here in the same step
 // (resident.go apply), before any frame scans the caught-up arena. A frame
@@ -28,7 +28,7 @@ type itemCache struct {
 	lru    list.List // of *cachedItem, most recently used at the front
 	by     map[itemKey]*list.Element
 	owners map[ownerKey]map[int64]struct{} // for a purge: each user's cached ids
-	epochs map[int64]uint64                // per tenant, purges applied
+	epochs map[int64]uint64                // per tenant, purges and redactions applied
 }
 
 type itemKey struct{ tenant, id int64 }
@@ -119,6 +119,17 @@ func (c *itemCache) purge(tenantID, userID int64) {
 		c.remove(c.by[itemKey{tenantID, id}])
 	}
 	delete(c.owners, o)
+}
+
+// redact drops one cached item, as the tenant log's redaction event says;
+// fills that read before it are refused, as after a purge.
+func (c *itemCache) redact(tenantID, itemID int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epochs[tenantID]++
+	if e, ok := c.by[itemKey{tenantID, itemID}]; ok {
+		c.remove(e)
+	}
 }
 
 func (c *itemCache) remove(e *list.Element) {

@@ -217,7 +217,7 @@ func (r *resident) view() view {
 
 // apply merges new items and log events in log order: a purge removes what
 // its user had before it, never what they stored after, from the arena and
-// from the cached item texts.
+// from the cached item texts; a redaction removes its one item from both.
 func (rs *residents) apply(tenantID int64, a *arena.Arena, cu store.CatchUp, sp *dict.Space) {
 	items := cu.Items
 	flush := func(upTo int64) {
@@ -237,9 +237,13 @@ func (rs *residents) apply(tenantID int64, a *arena.Arena, cu store.CatchUp, sp 
 	}
 	for _, ev := range cu.Events {
 		flush(ev.Seq)
-		if ev.Kind == "purge" && ev.UserID != nil {
+		switch {
+		case ev.Kind == store.LogPurge && ev.UserID != nil:
 			a.RemoveUser(*ev.UserID)
 			rs.texts.purge(tenantID, *ev.UserID)
+		case ev.Kind == store.LogRedact && ev.UserID != nil && ev.ItemID != nil:
+			a.RemoveItem(*ev.UserID, *ev.ItemID)
+			rs.texts.redact(tenantID, *ev.ItemID)
 		}
 	}
 	flush(cu.Head.Seq + 1)

@@ -157,6 +157,7 @@ type Console struct {
 	deviceCookie  string
 	flashCookie   string
 	arenas        ops.Arenas // the serving engine, for integrity checks (SetArenas)
+	redactor      *ops.Redactor
 }
 
 // New builds the console. mem is what the memory browser reads; nil means
@@ -186,6 +187,7 @@ func New(cfg Config, db *store.DB, mem Memory, log *slog.Logger) (*Console, erro
 	c := &Console{
 		cfg: cfg, db: db, mem: mem, log: log, authz: az, dummyHash: dummy,
 		sessionCookie: "pp_session", csrfCookie: "pp_csrf", deviceCookie: "pp_device", flashCookie: "pp_flash",
+		redactor: &ops.Redactor{St: db},
 	}
 	if cfg.SecureCookies {
 		// __Host- cookies are Secure, host-only and path "/" by force.
@@ -244,6 +246,7 @@ func (c *Console) routes() []route {
 		{http.MethodGet, "/console/items/:id", t(c.item)},
 		{http.MethodGet, "/console/requests", t(c.requests)},
 		{http.MethodGet, "/console/requests/:id", t(c.request)},
+		{http.MethodPost, "/console/items/:id/redact", t(c.redactItem)},
 		{http.MethodGet, "/console/accounts", t(c.accounts)},
 		{http.MethodPost, "/console/accounts/invite", t(c.invite)},
 		{http.MethodPost, "/console/accounts/:id/role", t(c.setRole)},
@@ -353,6 +356,8 @@ func notice(key string) string {
 		return "You are now acting in this tenant."
 	case "purge":
 		return "This user's memory was purged."
+	case "redact":
+		return "The item was redacted: no serving process shows it again."
 	case "upload":
 		return "Dictionary loaded dark: no team serves it until it is derived and flipped."
 	case "derive":

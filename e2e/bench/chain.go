@@ -93,9 +93,9 @@ func (s *countingStore) ReadChainBatch(ctx context.Context, tenantID, after, upt
 	return cb, err
 }
 
-func (s *countingStore) WriteChainEdges(ctx context.Context, tenantID, from, to int64, edges []store.ChainEdge) error {
+func (s *countingStore) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int64, edges []store.ChainEdge) error {
 	t0 := time.Now()
-	err := s.db.WriteChainEdges(ctx, tenantID, from, to, edges)
+	err := s.db.WriteChainEdges(ctx, tenantID, from, to, seen, edges)
 	s.write += time.Since(t0)
 	if err == nil {
 		s.written += len(edges)

@@ -154,6 +154,10 @@ func (a *Arena) reset() {
 func (a *Arena) Add(items ...Item) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.add(items)
+}
+
+func (a *Arena) add(items []Item) {
 	for i := range items {
 		it := &items[i]
 		terms, freqs, length := canonical(*it)
@@ -211,6 +215,45 @@ func (a *Arena) df(t TermID) int {
 func (a *Arena) RemoveUser(user int64) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.removeUser(user)
+}
+
+// RemoveItem drops one item of user (a redaction) and reports whether the
+// arena held it. Chunks are never modified in place, so the user's other
+// items are laid out again in their arrival order: the arena ends as a
+// fresh load without the item would, and the Hit indexes of the user's
+// old chunks go stale (Item reports them so).
+func (a *Arena) RemoveItem(user, id int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var keep []Item
+	found := false
+	for _, c := range a.users[user] {
+		if id < c.idMin || id > c.idMax {
+			for i := range c.n() {
+				keep = append(keep, c.item(i, nil, nil))
+			}
+			continue
+		}
+		for i := range c.n() {
+			if c.ids[i] == id {
+				found = true
+				continue
+			}
+			keep = append(keep, c.item(i, nil, nil))
+		}
+	}
+	if !found {
+		return false
+	}
+	watermark := a.watermark
+	a.removeUser(user)
+	a.add(keep)
+	a.watermark = watermark // the removed item's position was read too
+	return true
+}
+
+func (a *Arena) removeUser(user int64) int {
 	removed := 0
 	var terms []TermID
 	var freqs []uint16

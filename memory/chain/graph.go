@@ -260,3 +260,18 @@ func (g *Graph) pick(it store.ChainItem, rel string, ws []scored, keep func(ref)
 	}
 	return out
 }
+
+// OwnerEdges derives one owner's whole graph from their items in log
+// order: what a rebuild derives for them, since an owner's edges depend on
+// their own items only. A redaction stores it in place of the owner's
+// edges.
+func OwnerEdges(lex Lexicon, rules Rules, items []store.ChainItem) []store.ChainEdge {
+	g := NewGraph(lex, rules)
+	var out []store.ChainEdge
+	for _, it := range items {
+		for _, e := range g.Add(it) {
+			out = append(out, e.ChainEdge)
+		}
+	}
+	return out
+}

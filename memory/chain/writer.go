@@ -20,7 +20,7 @@ type BatchReader interface {
 type Store interface {
 	BatchReader
 	ChainHead(ctx context.Context, tenantID int64) (int64, error)
-	WriteChainEdges(ctx context.Context, tenantID, from, to int64, edges []store.ChainEdge) error
+	WriteChainEdges(ctx context.Context, tenantID, from, to, seen int64, edges []store.ChainEdge) error
 	ChainEdges(ctx context.Context, tenantID int64) ([]store.ChainEdgeSized, error)
 }
 
@@ -53,7 +53,12 @@ type tenant struct {
 	loaded bool
 	graph  *Graph
 	seen   int64 // the log position the graph and the stored watermark are at
-	links  *links
+	// fresh is the tenant head read before the graph was loaded: every
+	// redaction at or below it is reflected in the graph (its item was
+	// gone when the replay read the items). A later one rewrote its
+	// owner's edges without the item, so the graph must be loaded again.
+	fresh int64
+	links *links
 }
 
 // NewWriter builds a writer; errs (nil: dropped) receives failures of the
@@ -188,6 +193,12 @@ func (w *Writer) catchUp(ctx context.Context, tenantID int64, t *tenant) error {
 		if err != nil {
 			return err
 		}
+		if redactedAfter(cb, t.fresh) {
+			if err := w.load(ctx, tenantID, t); err != nil {
+				return err
+			}
+			continue
+		}
 		if cb.Upto == t.seen {
 			return nil
 		}
@@ -196,7 +207,7 @@ func (w *Writer) catchUp(ctx context.Context, tenantID int64, t *tenant) error {
 		for i, e := range edges {
 			rows[i] = e.ChainEdge
 		}
-		if err := w.write(ctx, tenantID, t.seen, cb, rows); err != nil {
+		if err := w.write(ctx, tenantID, t, t.seen, cb, rows); err != nil {
 			return err
 		}
 		for _, u := range purged {
@@ -213,9 +224,9 @@ func (w *Writer) catchUp(ctx context.Context, tenantID int64, t *tenant) error {
 // the items past its watermark are written, from there. Each such retry
 // follows the other writer's progress, so the loop ends; a watermark moved
 // back (a rebuild) is ErrChainMoved, and the caller reloads.
-func (w *Writer) write(ctx context.Context, tenantID, from int64, cb store.ChainBatch, rows []store.ChainEdge) error {
+func (w *Writer) write(ctx context.Context, tenantID int64, t *tenant, from int64, cb store.ChainBatch, rows []store.ChainEdge) error {
 	for {
-		err := w.st.WriteChainEdges(ctx, tenantID, from, cb.Upto, rows)
+		err := w.st.WriteChainEdges(ctx, tenantID, from, cb.Upto, t.fresh, rows)
 		if !errors.Is(err, store.ErrChainMoved) {
 			return err
 		}
@@ -246,6 +257,12 @@ func (w *Writer) write(ctx context.Context, tenantID, from int64, cb store.Chain
 // load replays the tenant's items up to the stored watermark into a fresh
 // graph and reads the stored edges.
 func (w *Writer) load(ctx context.Context, tenantID int64, t *tenant) error {
+	// The head first: a redaction at or below it committed before any
+	// item below is read.
+	at0, err := w.st.ReadChainBatch(ctx, tenantID, 0, 0)
+	if err != nil {
+		return err
+	}
 	mark, err := w.st.ChainHead(ctx, tenantID)
 	if err != nil {
 		return err
@@ -271,15 +288,30 @@ func (w *Writer) load(ctx context.Context, tenantID int64, t *tenant) error {
 		l.add1(e)
 	}
 	t.links.replace(l)
-	t.graph, t.seen, t.loaded = g, mark, true
+	t.graph, t.seen, t.fresh, t.loaded = g, mark, at0.Head, true
 	return nil
 }
 
+// redactedAfter reports whether the batch holds a redaction past seq.
+func redactedAfter(cb store.ChainBatch, seq int64) bool {
+	for _, p := range cb.Purges {
+		if p.Kind == store.LogRedact && p.Seq > seq {
+			return true
+		}
+	}
+	return false
+}
+
 // apply runs a batch through the graph in log order: a purge forgets its
-// user before anything they stored after it.
+// user before anything they stored after it. A redaction needs nothing
+// here: its item is gone from every read after it committed, and a writer
+// whose graph counted it reloads first (redactedAfter).
 func apply(g *Graph, cb store.ChainBatch) (edges []Edge, purged []int64) {
 	items := cb.Items
 	for _, p := range cb.Purges {
+		if p.Kind != store.LogPurge {
+			continue
+		}
 		for len(items) > 0 && items[0].Seq < p.Seq {
 			edges = append(edges, g.Add(items[0])...)
 			items = items[1:]

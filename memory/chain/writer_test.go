@@ -204,7 +204,7 @@ func (p *spy) ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (
 	return p.DB.ReadChainBatch(ctx, tenantID, after, upto)
 }
 
-func (p *spy) WriteChainEdges(ctx context.Context, tenantID, from, to int64, edges []store.ChainEdge) error {
+func (p *spy) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int64, edges []store.ChainEdge) error {
 	p.mu.Lock()
 	hook := p.beforeOne
 	p.beforeOne = nil
@@ -212,7 +212,7 @@ func (p *spy) WriteChainEdges(ctx context.Context, tenantID, from, to int64, edg
 	if hook != nil {
 		hook()
 	}
-	err := p.DB.WriteChainEdges(ctx, tenantID, from, to, edges)
+	err := p.DB.WriteChainEdges(ctx, tenantID, from, to, seen, edges)
 	p.mu.Lock()
 	p.writes = append(p.writes, spyWrite{from, to, len(edges), err})
 	p.mu.Unlock()
@@ -524,7 +524,7 @@ func TestWriterRefusesWatermarkPastHead(t *testing.T) {
 	s := newScene(t)
 	s.talk(t, 5)
 	head := s.head(t)
-	if err := s.db.WriteChainEdges(ctx, s.id, 0, head+3, nil); err != nil {
+	if err := s.db.WriteChainEdges(ctx, s.id, 0, head+3, head+3, nil); err != nil {
 		t.Fatal(err)
 	}
 	err := chain.NewWriter(s.db, fakeLex{}, rules, nil).CatchUp(ctx, s.id)

@@ -72,8 +72,10 @@ const (
 		WHERE i.tenant_id = $1 AND i.seq > $2
 		  AND i.seq <= LEAST($3::bigint, (SELECT seq FROM tenant_heads WHERE tenant_id = $1))
 		ORDER BY i.seq, i.id`
-	chainPurgesSQL = `SELECT seq, kind, user_id, dict_version FROM tenant_log
-		WHERE tenant_id = $1 AND kind = 'purge' AND seq > $2
+	// Redactions come with the purges: a writer whose graph still counts
+	// a redacted item reloads (writer.go).
+	chainPurgesSQL = `SELECT seq, kind, user_id, dict_version, item_id FROM tenant_log
+		WHERE tenant_id = $1 AND kind IN ('purge', 'redact') AND seq > $2
 		  AND seq <= LEAST($3::bigint, (SELECT seq FROM tenant_heads WHERE tenant_id = $1)) ORDER BY seq`
 	chainEnsureHeadSQL = `INSERT INTO chain_heads (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING`
 	chainLockHeadSQL   = `SELECT seq FROM chain_heads WHERE tenant_id = $1 FOR UPDATE`
@@ -81,8 +83,11 @@ const (
 		SELECT $1, e.src, e.dst, e.rel, e.uid, e.w
 		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::real[]) AS e(src, dst, rel, uid, w)
 		ON CONFLICT DO NOTHING`
-	chainSetHeadSQL  = `UPDATE chain_heads SET seq = $2 WHERE tenant_id = $1`
-	chainAllEdgesSQL = `SELECT e.src_id, e.dst_id, e.relation, e.user_id, e.weight, s.token_count, d.token_count
+	chainSetHeadSQL = `UPDATE chain_heads SET seq = $2 WHERE tenant_id = $1`
+	// A redaction past what the writer's graph has seen changed the
+	// statistics its edges were derived with.
+	chainRedactedSinceSQL = `SELECT EXISTS (SELECT 1 FROM tenant_log WHERE tenant_id = $1 AND kind = 'redact' AND seq > $2)`
+	chainAllEdgesSQL      = `SELECT e.src_id, e.dst_id, e.relation, e.user_id, e.weight, s.token_count, d.token_count
 		FROM chain_edges e
 		JOIN items s ON s.tenant_id = e.tenant_id AND s.id = e.src_id
 		JOIN items d ON d.tenant_id = e.tenant_id AND d.id = e.dst_id
@@ -143,9 +148,12 @@ func (db *DB) ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (
 }
 
 // WriteChainEdges appends edges and moves the watermark from `from` to
-// `to` in one transaction. ErrChainMoved: the watermark was not at from;
-// ErrChainGone: an edge names an item that no longer exists.
-func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to int64, edges []ChainEdge) error {
+// `to` in one transaction. seen is the log position up to which every
+// redaction is reflected in the graph the edges come from. ErrChainMoved:
+// the watermark was not at from, or a redaction after seen rewrote the
+// owner's edges (the writer reloads); ErrChainGone: an edge names an item
+// that no longer exists.
+func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int64, edges []ChainEdge) error {
 	n := len(edges)
 	src, dst, uid := make([]int64, n), make([]int64, n), make([]int64, n)
 	rel, w := make([]string, n), make([]float32, n)
@@ -161,6 +169,13 @@ func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to int64, edg
 			return err
 		}
 		if at != from {
+			return ErrChainMoved
+		}
+		var redacted bool
+		if err := tx.QueryRow(ctx, chainRedactedSinceSQL, tenantID, seen).Scan(&redacted); err != nil {
+			return err
+		}
+		if redacted {
 			return ErrChainMoved
 		}
 		if n > 0 {

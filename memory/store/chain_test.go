@@ -177,12 +177,12 @@ func TestWriteChainEdges(t *testing.T) {
 		t.Fatalf("a tenant no writer wrote: watermark %d %v", mark, err)
 	}
 	e1 := store.ChainEdge{Src: a2, Dst: a, Relation: "thread", UserID: c.alice, Weight: 2.5}
-	if err := c.db.WriteChainEdges(ctx, c.id, 0, 3, []store.ChainEdge{e1}); err != nil {
+	if err := c.db.WriteChainEdges(ctx, c.id, 0, 3, 3, []store.ChainEdge{e1}); err != nil {
 		t.Fatal(err)
 	}
 	// No edge to add moves the watermark all the same; an edge written
 	// again (a writer that reloaded) is no duplicate.
-	if err := c.db.WriteChainEdges(ctx, c.id, 3, 4, []store.ChainEdge{e1}); err != nil {
+	if err := c.db.WriteChainEdges(ctx, c.id, 3, 4, 4, []store.ChainEdge{e1}); err != nil {
 		t.Fatal(err)
 	}
 	check := func(what string, mark int64, want ...string) {
@@ -208,7 +208,7 @@ func TestWriteChainEdges(t *testing.T) {
 
 	e2 := store.ChainEdge{Src: g2, Dst: g, Relation: "evidence", UserID: c.gone, Weight: 1}
 	for _, from := range []int64{0, 3, 5} {
-		if err := c.db.WriteChainEdges(ctx, c.id, from, head, []store.ChainEdge{e2}); !errors.Is(err, store.ErrChainMoved) {
+		if err := c.db.WriteChainEdges(ctx, c.id, from, head, head, []store.ChainEdge{e2}); !errors.Is(err, store.ErrChainMoved) {
 			t.Fatalf("from %d with the watermark at 4: %v, want ErrChainMoved", from, err)
 		}
 	}
@@ -217,11 +217,11 @@ func TestWriteChainEdges(t *testing.T) {
 	if _, err := c.db.PurgeUser(ctx, c.id, c.gone, store.Actor{Email: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.db.WriteChainEdges(ctx, c.id, 4, head, []store.ChainEdge{e2}); !errors.Is(err, store.ErrChainGone) {
+	if err := c.db.WriteChainEdges(ctx, c.id, 4, head, head, []store.ChainEdge{e2}); !errors.Is(err, store.ErrChainGone) {
 		t.Fatalf("an edge between purged items: %v, want ErrChainGone", err)
 	}
 	check("an end purged", 4, want1)
-	if err := c.db.WriteChainEdges(ctx, c.id, 4, head, nil); err != nil {
+	if err := c.db.WriteChainEdges(ctx, c.id, 4, head, head, nil); err != nil {
 		t.Fatal(err)
 	}
 	check("caught up", head, want1)
@@ -238,7 +238,7 @@ func TestChainLinks(t *testing.T) {
 		ids = append(ids, c.say(t, c.alice, c.alice1, "user", fmt.Sprint("turn ", i)).ItemIDs[0])
 	}
 	head := c.say(t, c.bob, c.bob1, "user", "bob").Seq
-	err := c.db.WriteChainEdges(ctx, c.id, 0, head, []store.ChainEdge{
+	err := c.db.WriteChainEdges(ctx, c.id, 0, head, head, []store.ChainEdge{
 		{Src: ids[1], Dst: ids[0], Relation: "thread", UserID: c.alice, Weight: 3},
 		{Src: ids[2], Dst: ids[1], Relation: "evidence", UserID: c.alice, Weight: 5},
 		{Src: ids[3], Dst: ids[1], Relation: "thread", UserID: c.alice, Weight: 1},
@@ -277,7 +277,7 @@ func TestPurgeRemovesChainRows(t *testing.T) {
 	g3 := c.say(t, c.gone, c.g1, "user", "kayak").ItemIDs[0]
 	b1 := c.say(t, c.bob, c.bob1, "user", "kayak").ItemIDs[0]
 	b2 := c.say(t, c.bob, c.bob1, "assistant", "kayak", b1)
-	err := db.WriteChainEdges(ctx, c.id, 0, b2.Seq, []store.ChainEdge{
+	err := db.WriteChainEdges(ctx, c.id, 0, b2.Seq, b2.Seq, []store.ChainEdge{
 		{Src: g2, Dst: g1, Relation: "evidence", UserID: c.gone, Weight: 1},
 		{Src: g3, Dst: g1, Relation: "thread", UserID: c.gone, Weight: 1},
 		{Src: g3, Dst: g2, Relation: "thread", UserID: c.gone, Weight: 1},
@@ -335,7 +335,7 @@ func TestChainRLS(t *testing.T) {
 		c := newChainTenant(t, db)
 		x := c.say(t, c.alice, c.alice1, "user", "kayak").ItemIDs[0]
 		y := c.say(t, c.alice, c.alice2, "assistant", "kayak", x)
-		if err := db.WriteChainEdges(ctx, c.id, 0, y.Seq, []store.ChainEdge{
+		if err := db.WriteChainEdges(ctx, c.id, 0, y.Seq, y.Seq, []store.ChainEdge{
 			{Src: y.ItemIDs[0], Dst: x, Relation: "evidence", UserID: c.alice, Weight: 1}}); err != nil {
 			t.Fatal(err)
 		}

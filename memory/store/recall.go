@@ -29,12 +29,14 @@ type ArenaItem struct {
 	Dense     []byte
 }
 
-// LogEvent is a purge or a dictionary flip in the tenant's log.
+// LogEvent is a purge, a dictionary flip or a redaction in the tenant's
+// log. A redaction names its item and the item's owner.
 type LogEvent struct {
 	Seq         int64
 	Kind        string
 	UserID      *int64
 	DictVersion *int32
+	ItemID      *int64
 }
 
 // CatchUp is everything committed after a watermark, read in one snapshot.
@@ -57,11 +59,11 @@ const (
 			AND r.dict_version = COALESCE(NULLIF($3::int, 0), (SELECT dict_version FROM tenant_heads WHERE tenant_id = $1))
 		WHERE i.tenant_id = $1 AND i.seq > $2 AND i.seq <= (SELECT seq FROM tenant_heads WHERE tenant_id = $1)
 		ORDER BY i.seq, i.id`
-	catchUpLogSQL = `SELECT seq, kind, user_id, dict_version FROM tenant_log
+	catchUpLogSQL = `SELECT seq, kind, user_id, dict_version, item_id FROM tenant_log
 		WHERE tenant_id = $1 AND seq > $2 AND seq <= (SELECT seq FROM tenant_heads WHERE tenant_id = $1) ORDER BY seq`
 	catchUpComponentSQL = `SELECT component FROM dense_components WHERE tenant_id = $1
 		AND dict_version = COALESCE(NULLIF($2::int, 0), (SELECT dict_version FROM tenant_heads WHERE tenant_id = $1))`
-	logRangeSQL = `SELECT seq, kind, user_id, dict_version FROM tenant_log
+	logRangeSQL = `SELECT seq, kind, user_id, dict_version, item_id FROM tenant_log
 		WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`
 )
 
