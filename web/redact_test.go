@@ -43,16 +43,16 @@ func TestRedactFromConsole(t *testing.T) {
 	if conv := o.admin.Get("/console/conversations/" + itoa(conv)); conv.TestID("item-redact-link").Length() != 3 {
 		t.Fatalf("the conversation offers %d redact links for 3 turns", conv.TestID("item-redact-link").Length())
 	}
-	mem, _, _ := addMember(t, srv, o.team, "tenant_member")
+	mem, _, _ := addMember(t, srv, o.team, "tenant_reader")
 	if p := mem.Get(itemPage); p.Status != http.StatusOK || p.TestID("redact-form").Length() != 0 {
-		t.Fatalf("a member sees the item page %d with %d redaction forms", p.Status, p.TestID("redact-form").Length())
+		t.Fatalf("a reader sees the item page %d with %d redaction forms", p.Status, p.TestID("redact-form").Length())
 	}
 	path := itemPage + "/redact"
 	if p := o.admin.Post(path, url.Values{"confirm": {itoa(ids[0])}}); p.Status != http.StatusBadRequest || p.TestID("form-error").Length() != 1 {
 		t.Fatalf("wrong confirmation: %d", p.Status)
 	}
 	if p := mem.Post(path, url.Values{"confirm": {itoa(item)}}); p.Status != http.StatusForbidden {
-		t.Fatalf("member redaction: %d", p.Status)
+		t.Fatalf("reader redaction: %d", p.Status)
 	}
 	other := signUpTeam(t, srv, "Outsiders")
 	other.admin.Get("/console")

@@ -39,4 +39,4 @@ FROM unnest(ARRAY['memory_users', 'api_keys', 'conversations', 'messages', 'item
                   'integrity_reports', 'integrity_violations', 'console_invites',
                   'tenant_limits', 'bindings', 'dense_components',
                   'key_user_creations', 'chain_edges', 'chain_heads',
-                  'reply_sources']) AS t;
+                  'reply_sources', 'request_inspections', 'request_inspection_items']) AS t;
