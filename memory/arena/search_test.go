@@ -232,7 +232,7 @@ func TestFirstPassCannotMiss(t *testing.T) {
 	}
 }
 
-func TestVisibilityAndPooledDF(t *testing.T) {
+func TestVisibilityAndVisibleDF(t *testing.T) {
 	t.Parallel()
 	const x, y = arena.TermID(1), arena.TermID(2)
 	items := []arena.Item{{ID: 1, User: 1, Terms: []arena.TermID{x, y}}}
@@ -245,11 +245,12 @@ func TestVisibilityAndPooledDF(t *testing.T) {
 	if ar.DF(x) != 10 || ar.DF(y) != 2 {
 		t.Fatalf("df(x)=%d df(y)=%d, want 10 and 2", ar.DF(x), ar.DF(y))
 	}
-	// BM25 of item 1 for "x y" under the tenant-wide statistic.
-	n, avgdl := 11.0, (2.0+9*3+2)/11.0
+	// BM25 of item 1 for "x y" under user 1's own statistic (visible.go):
+	// one item of length 2 holding both terms, whatever users 2 and 3 hold.
+	n, avgdl := 1.0, 2.0
 	idf := func(df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
 	tfPart := 2.2 / (1 + 1.2*(0.25+0.75*2/avgdl))
-	want := float32(idf(10)*tfPart + idf(2)*tfPart)
+	want := float32(idf(1)*tfPart + idf(1)*tfPart)
 
 	tests := []struct {
 		users []int64
@@ -275,8 +276,55 @@ func TestVisibilityAndPooledDF(t *testing.T) {
 			t.Fatalf("users %v: ids %v, want %v", tc.users, ids, tc.ids)
 		}
 		if len(tc.users) == 1 && tc.users[0] == 1 && math.Abs(float64(hits[0].Score-want)) > 1e-6*float64(want) {
-			t.Fatalf("pooled score %v, want %v (tenant-wide df)", hits[0].Score, want)
+			t.Fatalf("score %v, want %v (the visible items' df)", hits[0].Score, want)
 		}
+	}
+}
+
+// A user's ranking and scores are those of a tenant holding their items
+// alone: other users' memory changes neither (visible.go), in sealed chunks
+// with and without vectors and in the open one.
+func TestScoresIgnoreOtherUsers(t *testing.T) {
+	t.Parallel()
+	for _, dims := range []int{0, 8} {
+		t.Run(fmt.Sprintf("dims=%d", dims), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(21, uint64(dims)))
+			var mine, all []arena.Item
+			for i := range 3000 {
+				user := int64(1 + r.IntN(4))
+				it := arena.Item{ID: int64(i + 1), User: user, Length: uint32(3 + r.IntN(20))}
+				for range 2 + r.IntN(6) {
+					// user 1 speaks a small vocabulary; the others a wide one that
+					// shares it, so the tenant's df and the user's differ.
+					span := 40
+					if user != 1 {
+						span = 400
+					}
+					it.Terms = append(it.Terms, arena.TermID(1+r.IntN(span)))
+				}
+				all = append(all, it)
+				if user == 1 {
+					mine = append(mine, it)
+				}
+			}
+			opts := arena.Options{Workers: 2, ChunkItems: 256, Dims: dims}
+			shared, alone := arena.New(opts), arena.New(opts)
+			shared.Add(all...)
+			alone.Add(mine...)
+			for qi := range 20 {
+				q := arena.Query{Users: []int64{1}, K: 30}
+				for range 1 + qi%5 {
+					q.Terms = append(q.Terms, arena.TermID(1+r.IntN(40)))
+				}
+				a, b := shared.Search(q), alone.Search(q)
+				if len(a) == 0 {
+					t.Fatalf("query %d: no hits (alone %d, reference %d, terms %v)", qi, len(b), len(arena.ReferenceSearch(all, q, opts)), q.Terms)
+				}
+				sameHits(t, fmt.Sprintf("query %d", qi), a, b)
+				sameHits(t, fmt.Sprintf("query %d reference", qi), a, arena.ReferenceSearch(all, q, opts))
+			}
+		})
 	}
 }
 
