@@ -120,7 +120,7 @@ func prepare(q Query, tenant corpus, visible func([]TermID, []probe) corpus, k1,
 				continue
 			}
 			p.terms[kept], p.w[kept], p.probes[kept] = t, p.w[j], p.probes[j]
-			p.a[kept] = idf(c.n, d) * p.w[j]
+			p.a[kept] = smoothedIDF(c.n, d, tenant.n, tenant.df(t)) * p.w[j]
 			kept++
 		}
 		p.unseen = len(p.terms) - kept
@@ -140,8 +140,18 @@ func prepare(q Query, tenant corpus, visible func([]TermID, []probe) corpus, k1,
 // the visible one to choose from (visible.go).
 const preCap = 4
 
-func idf(n, d int) float64 {
-	return math.Log(1 + (float64(n)-float64(d)+0.5)/(float64(d)+0.5))
+// priorItems is the weight, in items, of the tenant's statistic in a
+// visible one (visible.go).
+const priorItems = 500
+
+func idf(n, d int) float64 { return idfOf(float64(n), float64(d)) }
+
+func idfOf(n, d float64) float64 { return math.Log(1 + (n-d+0.5)/(d+0.5)) }
+
+// smoothedIDF is the idf of a term held by d of the n visible items, with
+// the tenant's share of it (dt of nt) counted as priorItems items more.
+func smoothedIDF(n, d, nt, dt int) float64 {
+	return idfOf(float64(n)+priorItems, float64(d)+priorItems*float64(dt)/float64(nt))
 }
 
 // capTerms keeps the maxTerms terms of largest a_j (idf times weight: for

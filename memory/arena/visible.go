@@ -12,8 +12,16 @@ import (
 // users, so its idf rises by ~5 and a question naming the speaker lifts half
 // of the owner's turns alike, which drowns the words that tell them apart
 // (eval --pool measured all-evidence 0.05 lower on a 500-user tenant for
-// this reason). Over the visible items, a user's ranking is what it would be
-// in a tenant of their own, whoever else the tenant holds.
+// this reason). Over the visible items, a user's ranking is close to what it
+// would be in a tenant of their own, whoever else the tenant holds.
+//
+// The visible statistic is smoothed by the tenant's: a term's df counts the
+// tenant's share of it as priorItems (500) items more (smoothedIDF), so a
+// user of a few dozen turns does not rank by idf taken over a few dozen
+// items, and a user of thousands ranks by their own. Measured on the
+// development set (eval locomo --pool 100, v3): the tenant-wide statistic
+// gave all-evidence 0.863 alone and 0.848 pooled; the visible one unsmoothed
+// 0.858 in both; smoothed 0.861 alone and 0.863 pooled.
 //
 // Which query terms are kept (the term cap) is still chosen by the tenant's
 // statistic: it is the cheap one, and the cap must be decided before the
