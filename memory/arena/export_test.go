@@ -12,7 +12,10 @@ func ProbeOf(t TermID) [2]uint64 {
 func KeptTerms(a *Arena, q Query) []TermID {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	p := prepare(q, a.n, a.totalLen, a.df, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
+	work := a.visibleChunks(q)
+	p := prepare(q, corpus{a.n, a.totalLen, a.df}, func(terms []TermID, probes []probe) corpus {
+		return visibleCorpus(work, terms, probes)
+	}, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
 	return p.terms
 }
 

@@ -89,6 +89,8 @@ type chunk struct {
 	// tested per item only in the chunks that can hold them.
 	idMin, idMax int64
 	post         *postings // sealed chunks of an arena with vectors
+	df           *chunkDF  // sealed chunks of an arena without vectors (visible.go)
+	lenSum       uint64    // sum of lens: the visible corpus's total length
 }
 
 func newChunk(slot int, user int64, dims, base int) *chunk {
@@ -112,6 +114,7 @@ func (c *chunk) add(it *Item, terms []TermID, freqs []uint16, length uint32, rot
 	c.taus = append(c.taus, it.Tau)
 	c.toks = append(c.toks, it.Tokens)
 	c.lens = append(c.lens, length)
+	c.lenSum += uint64(length)
 	sig := signature(terms, freqs)
 	tf := uint16(0)
 	for _, f := range freqs {
@@ -158,6 +161,8 @@ func (c *chunk) seal() {
 	}
 	if c.dims > 0 {
 		c.post = buildPostings(c)
+	} else {
+		c.df = buildChunkDF(c)
 	}
 }
 
@@ -198,7 +203,7 @@ func (c *chunk) bytes() int {
 	return int(unsafe.Sizeof(*c)) +
 		8*(cap(c.ids)+cap(c.seqs)+cap(c.convs)+cap(c.born)+sigWords*cap(c.sig[0])) +
 		4*(cap(c.taus)+cap(c.toks)+cap(c.lens)+cap(c.offs)) + cap(c.enc) + cap(c.tfmax) +
-		cap(c.dense) + 4*cap(c.dinv) + 8*cap(c.code) + 4*cap(c.dw) + c.post.bytes()
+		cap(c.dense) + 4*cap(c.dinv) + 8*cap(c.code) + 4*cap(c.dw) + c.post.bytes() + c.df.bytes()
 }
 
 // Hit.Index packs the chunk slot and the position in the chunk.

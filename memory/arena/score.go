@@ -47,28 +47,26 @@ type Hit struct {
 type bm25 struct {
 	terms  []TermID  // ascending, distinct, present in the corpus, positive weight
 	a      []float64 // idf * weight, aligned with terms
+	w      []float64 // the query's weight of each term
 	probes []probe   // signature position of each term
 	k1p1   float64
 	c0     float64 // k1*(1-b): the length norm of an item is c0 + c1*length
 	c1     float64 // k1*b/avgdl
-	capped int     // terms present in the corpus that the term cap left out
+	capped int     // terms present in the tenant that the caps left out
+	unseen int     // terms the tenant holds, the cap kept, and the visible items lack
 }
 
-// prepare canonicalises q against the tenant-wide statistic: n items, their
-// total length, and df. Duplicate query terms add their weights. Of the
-// terms present, at most maxTerms are kept (capTerms): a scan's work grows
-// with the number of query terms, and the question's author chooses it.
-func prepare(q Query, n int, totalLen uint64, df func(TermID) int, k1, b float64, maxTerms int) bm25 {
+// prepare canonicalises q: duplicate query terms add their weights; of the
+// terms the tenant holds, at most maxTerms are kept (capTerms) by the
+// tenant's statistic, since a scan's work grows with the number of query
+// terms and the question's author chooses it. The kept terms are then scored
+// against the visible corpus (visible.go) when visible is not nil, and
+// dropped if it holds none of them.
+func prepare(q Query, tenant corpus, visible func([]TermID, []probe) corpus, k1, b float64, maxTerms int) bm25 {
 	p := bm25{k1p1: k1 + 1}
-	if n == 0 || len(q.Terms) == 0 {
+	if tenant.n == 0 || len(q.Terms) == 0 {
 		return p
 	}
-	avgdl := float64(totalLen) / float64(n)
-	if avgdl <= 0 {
-		avgdl = 1
-	}
-	p.c0 = k1 * (1 - b)
-	p.c1 = k1 * b / avgdl
 	type tw struct {
 		t TermID
 		w float64
@@ -97,17 +95,63 @@ func prepare(q Query, n int, totalLen uint64, df func(TermID) int, k1, b float64
 			w += pairs[j].w
 		}
 		i = j
-		d := df(t)
+		d := tenant.df(t)
 		if d <= 0 || !(w > 0) || math.IsInf(w, 0) {
 			continue
 		}
-		idf := math.Log(1 + (float64(n)-float64(d)+0.5)/(float64(d)+0.5))
 		p.terms = append(p.terms, t)
-		p.a = append(p.a, idf*w)
+		p.w = append(p.w, w)
+		p.a = append(p.a, idf(tenant.n, d)*w)
 		p.probes = append(p.probes, termProbe(t))
 	}
-	p.capTerms(maxTerms)
+	c := tenant
+	if visible == nil {
+		p.capTerms(maxTerms)
+	} else if len(p.terms) > 0 {
+		// The tenant's statistic shortlists (preCap times the cap, so the
+		// user's own rare words survive others' rarer ones), the visible
+		// one decides.
+		p.capTerms(preCap * maxTerms)
+		c = visible(p.terms, p.probes)
+		kept := 0
+		for j, t := range p.terms {
+			d := c.df(t)
+			if d <= 0 {
+				continue
+			}
+			p.terms[kept], p.w[kept], p.probes[kept] = t, p.w[j], p.probes[j]
+			p.a[kept] = smoothedIDF(c.n, d, tenant.n, tenant.df(t)) * p.w[j]
+			kept++
+		}
+		p.unseen = len(p.terms) - kept
+		p.terms, p.w, p.a, p.probes = p.terms[:kept], p.w[:kept], p.a[:kept], p.probes[:kept]
+		p.capTerms(maxTerms)
+	}
+	avgdl := 1.0
+	if c.n > 0 && c.totalLen > 0 {
+		avgdl = float64(c.totalLen) / float64(c.n)
+	}
+	p.c0 = k1 * (1 - b)
+	p.c1 = k1 * b / avgdl
 	return p
+}
+
+// preCap is how many times the term cap the tenant's statistic keeps for
+// the visible one to choose from (visible.go).
+const preCap = 4
+
+// priorItems is the weight, in items, of the tenant's statistic in a
+// visible one (visible.go).
+const priorItems = 500
+
+func idf(n, d int) float64 { return idfOf(float64(n), float64(d)) }
+
+func idfOf(n, d float64) float64 { return math.Log(1 + (n-d+0.5)/(d+0.5)) }
+
+// smoothedIDF is the idf of a term held by d of the n visible items, with
+// the tenant's share of it (dt of nt) counted as priorItems items more.
+func smoothedIDF(n, d, nt, dt int) float64 {
+	return idfOf(float64(n)+priorItems, float64(d)+priorItems*float64(dt)/float64(nt))
 }
 
 // capTerms keeps the maxTerms terms of largest a_j (idf times weight: for
@@ -119,6 +163,7 @@ func (p *bm25) capTerms(maxTerms int) {
 	if maxTerms <= 0 || len(p.terms) <= maxTerms {
 		return
 	}
+	p.capped += len(p.terms) - maxTerms
 	order := make([]int, len(p.terms))
 	for j := range order {
 		order[j] = j
@@ -131,11 +176,10 @@ func (p *bm25) capTerms(maxTerms int) {
 	})
 	keep := order[:maxTerms]
 	slices.Sort(keep) // back to ascending term order, which score needs
-	p.capped = len(p.terms) - maxTerms
 	for i, j := range keep {
-		p.terms[i], p.a[i], p.probes[i] = p.terms[j], p.a[j], p.probes[j]
+		p.terms[i], p.w[i], p.a[i], p.probes[i] = p.terms[j], p.w[j], p.a[j], p.probes[j]
 	}
-	p.terms, p.a, p.probes = p.terms[:maxTerms], p.a[:maxTerms], p.probes[:maxTerms]
+	p.terms, p.w, p.a, p.probes = p.terms[:maxTerms], p.w[:maxTerms], p.a[:maxTerms], p.probes[:maxTerms]
 }
 
 // score is THE exact score of an item from its encoded terms (codec.go):
@@ -212,8 +256,9 @@ func sortHits(h []Hit) {
 }
 
 // ReferenceSearch is the brute-force scorer the arena must equal: it scores
-// every visible item of items with the statistic of all of items (pooled df,
-// N and average length), with the query terms opts.MaxTerms keeps, and sorts. Hit.Index is the position in items. Only
+// every visible item of items with the statistic of the visible items (df,
+// N and average length; visible.go), with the query terms opts.MaxTerms keeps
+// by the statistic of all of items, and sorts. Hit.Index is the position in items. Only
 // items scoring above zero are returned, as Search does.
 func ReferenceSearch(items []Item, q Query, opts Options) []Hit {
 	opts = opts.withDefaults()
@@ -243,24 +288,31 @@ type refRow struct {
 
 // referenceRows prepares the reference scorers (ReferenceSearch,
 // ReferenceHybrid): every item's row, the query's BM25 under the pooled
-// statistic of all of items, and which items the query may see.
+// statistic of the visible items, and which items the query may see.
 func referenceRows(items []Item, q Query, opts Options) ([]refRow, bm25, func(Item) bool) {
 	rows := make([]refRow, len(items))
-	df := map[TermID]int{}
-	var total uint64
-	for i, it := range items {
-		t, f, l := canonical(it)
-		rows[i] = refRow{appendTerms(nil, t, f), l}
-		total += uint64(l)
-		for _, x := range t {
-			df[x]++
-		}
-	}
-	p := prepare(q, len(items), total, func(t TermID) int { return df[t] }, float64(opts.K1), float64(opts.B), opts.MaxTerms)
 	vis := map[int64]bool{}
 	for _, u := range q.Users {
 		vis[u] = true
 	}
+	df, vdf := map[TermID]int{}, map[TermID]int{}
+	tenant, seen := corpus{n: len(items), df: func(t TermID) int { return df[t] }}, corpus{df: func(t TermID) int { return vdf[t] }}
+	for i, it := range items {
+		t, f, l := canonical(it)
+		rows[i] = refRow{appendTerms(nil, t, f), l}
+		tenant.totalLen += uint64(l)
+		for _, x := range t {
+			df[x]++
+		}
+		if q.AllUsers || vis[it.User] {
+			seen.n++
+			seen.totalLen += uint64(l)
+			for _, x := range t {
+				vdf[x]++
+			}
+		}
+	}
+	p := prepare(q, tenant, func([]TermID, []probe) corpus { return seen }, float64(opts.K1), float64(opts.B), opts.MaxTerms)
 	ex := map[int64]bool{}
 	for _, id := range q.Exclude {
 		ex[id] = true

@@ -66,7 +66,8 @@ func ProbeCeiling(visible, terms int) int64 {
 type ScanStats struct {
 	Visible    int  // items of the visible users
 	Terms      int  // query terms scored with: present in the corpus, within the cap
-	Capped     int  // query terms present in the corpus that the cap left out
+	Capped     int  // query terms present in the tenant that the cap left out
+	Unseen     int  // query terms the tenant holds but no visible item does
 	Workers    int  // goroutines the scan ran on
 	Bounded    int  // items whose bound the first pass computed (matching an essential term)
 	Candidates int  // items kept by the first pass
@@ -92,12 +93,6 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 	if q.K <= 0 || a.n == 0 {
 		return nil, st
 	}
-	p := prepare(q, a.n, a.totalLen, a.df, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
-	st.Terms, st.Capped = len(p.terms), p.capped
-	hybrid := a.opts.Dims > 0 && len(q.Dense) == a.opts.Dims
-	if len(p.terms) == 0 && !hybrid {
-		return nil, st
-	}
 	work := a.visibleChunks(q)
 	for _, c := range work {
 		st.Visible += c.n()
@@ -105,9 +100,17 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 	if st.Visible == 0 {
 		return nil, st
 	}
+	p := prepare(q, corpus{a.n, a.totalLen, a.df}, func(terms []TermID, probes []probe) corpus {
+		return visibleCorpus(work, terms, probes)
+	}, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
+	st.Terms, st.Capped, st.Unseen = len(p.terms), p.capped, p.unseen
+	hybrid := a.opts.Dims > 0 && len(q.Dense) == a.opts.Dims
+	if len(p.terms) == 0 && !hybrid {
+		return nil, st
+	}
 	if hybrid {
 		hits, hst := a.hybrid(q, &p, work, st.Visible)
-		hst.Terms, hst.Capped = st.Terms, st.Capped
+		hst.Terms, hst.Capped, hst.Unseen = st.Terms, st.Capped, st.Unseen
 		return hits, hst
 	}
 	s := &scan{a: a, p: &p, k: q.K, work: work, exclude: excludeSet(q.Exclude)}

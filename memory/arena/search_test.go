@@ -232,7 +232,7 @@ func TestFirstPassCannotMiss(t *testing.T) {
 	}
 }
 
-func TestVisibilityAndPooledDF(t *testing.T) {
+func TestVisibilityAndVisibleDF(t *testing.T) {
 	t.Parallel()
 	const x, y = arena.TermID(1), arena.TermID(2)
 	items := []arena.Item{{ID: 1, User: 1, Terms: []arena.TermID{x, y}}}
@@ -245,11 +245,13 @@ func TestVisibilityAndPooledDF(t *testing.T) {
 	if ar.DF(x) != 10 || ar.DF(y) != 2 {
 		t.Fatalf("df(x)=%d df(y)=%d, want 10 and 2", ar.DF(x), ar.DF(y))
 	}
-	// BM25 of item 1 for "x y" under the tenant-wide statistic.
-	n, avgdl := 11.0, (2.0+9*3+2)/11.0
+	// BM25 of item 1 for "x y" under user 1's own statistic (visible.go):
+	// one item of length 2 holding both terms, the tenant's shares of x
+	// (10 of 11) and y (2 of 11) counted as 500 items more.
+	n, avgdl := 1.0+500, 2.0
 	idf := func(df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
 	tfPart := 2.2 / (1 + 1.2*(0.25+0.75*2/avgdl))
-	want := float32(idf(10)*tfPart + idf(2)*tfPart)
+	want := float32(idf(1+500*10.0/11)*tfPart + idf(1+500*2.0/11)*tfPart)
 
 	tests := []struct {
 		users []int64
@@ -275,8 +277,63 @@ func TestVisibilityAndPooledDF(t *testing.T) {
 			t.Fatalf("users %v: ids %v, want %v", tc.users, ids, tc.ids)
 		}
 		if len(tc.users) == 1 && tc.users[0] == 1 && math.Abs(float64(hits[0].Score-want)) > 1e-6*float64(want) {
-			t.Fatalf("pooled score %v, want %v (tenant-wide df)", hits[0].Score, want)
+			t.Fatalf("score %v, want %v (the visible items' df)", hits[0].Score, want)
 		}
+	}
+}
+
+// A user's scores come from their own items' statistic (smoothed by the
+// tenant's), which sealed chunks with and without vectors and the open one
+// all count exactly: the arena equals the reference scorer, and differs from
+// scoring by the tenant's statistic alone.
+func TestScoresUseTheVisibleStatistic(t *testing.T) {
+	t.Parallel()
+	for _, dims := range []int{0, 8} {
+		t.Run(fmt.Sprintf("dims=%d", dims), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(21, uint64(dims)))
+			var all []arena.Item
+			for i := range 3000 {
+				user := int64(1 + r.IntN(4))
+				it := arena.Item{ID: int64(i + 1), User: user, Length: uint32(3 + r.IntN(20))}
+				for range 2 + r.IntN(6) {
+					// user 1 speaks a small vocabulary; the others a wide one that
+					// shares it, so the tenant's df and the user's differ.
+					span := 40
+					if user != 1 {
+						span = 400
+					}
+					it.Terms = append(it.Terms, arena.TermID(1+r.IntN(span)))
+				}
+				all = append(all, it)
+			}
+			opts := arena.Options{Workers: 2, ChunkItems: 256, Dims: dims}
+			shared := arena.New(opts)
+			shared.Add(all...)
+			for qi := range 20 {
+				q := arena.Query{Users: []int64{1}, K: 30}
+				for range 1 + qi%5 {
+					q.Terms = append(q.Terms, arena.TermID(1+r.IntN(40)))
+				}
+				a := shared.Search(q)
+				if len(a) == 0 {
+					t.Fatalf("query %d: no hits", qi)
+				}
+				sameHits(t, fmt.Sprintf("query %d reference", qi), a, arena.ReferenceSearch(all, q, opts))
+				// All users visible, the statistic is the tenant's: user 1's
+				// best item scores otherwise than when user 1 alone is.
+				wide := q
+				wide.Users, wide.AllUsers = nil, true
+				for _, h := range shared.Search(wide) {
+					if h.ID == a[0].ID {
+						if h.Score == a[0].Score {
+							t.Fatalf("query %d: item %d scores %v with every user visible and with user 1 alone", qi, h.ID, h.Score)
+						}
+						break
+					}
+				}
+			}
+		})
 	}
 }
 

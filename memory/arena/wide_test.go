@@ -51,8 +51,8 @@ func TestWideQueryBoundedWork(t *testing.T) {
 			present++
 		}
 	}
-	if st.Capped != present-arena.DefaultMaxTerms {
-		t.Errorf("capped %d terms, want %d (present) - %d", st.Capped, present, arena.DefaultMaxTerms)
+	if st.Capped+st.Unseen != present-arena.DefaultMaxTerms {
+		t.Errorf("capped %d terms and %d unseen by the user, want %d (present) - %d", st.Capped, st.Unseen, present, arena.DefaultMaxTerms)
 	}
 	if ceil := arena.ProbeCeiling(st.Visible, st.Terms); st.Probes > ceil {
 		t.Errorf("tested %d signature words, above the ceiling %d for %d items and %d terms", st.Probes, ceil, st.Visible, st.Terms)
