@@ -122,6 +122,8 @@ func TestComposeShardedProfile(t *testing.T) {
 		"proxy_read_timeout 1h;",
 		"proxy_http_version 1.1;",
 		"X-Forwarded-For $proxy_add_x_forwarded_for",
+		// Error lines quote the request line, key in the path included.
+		"error_log /var/log/nginx/error.log crit;",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("deploy/nginx/perpetuity.conf lacks %q", want)

@@ -65,6 +65,7 @@ var (
 	serverLine = regexp.MustCompile(`(?m)^(\s*server\s+)perpetuity-shard-(\d+):8080(\s)`)
 	listenLine = regexp.MustCompile(`(?m)^(\s*listen\s+)8080;`)
 	accessLine = regexp.MustCompile(`/var/log/nginx/perpetuity\.log`)
+	errorLine  = regexp.MustCompile(`/var/log/nginx/error\.log`)
 )
 
 // renderConfig is the committed template with the test's ports filled in
@@ -82,8 +83,8 @@ func renderConfig(t *testing.T, dir string, listen int, ports []int) string {
 	if n := len(serverLine.FindAllString(tmpl, -1)); n != len(ports) {
 		t.Fatalf("template has %d perpetuity-shard-N:8080 servers, want %d", n, len(ports))
 	}
-	if !listenLine.MatchString(tmpl) || !accessLine.MatchString(tmpl) {
-		t.Fatal("template lacks `listen 8080;` or its access log path")
+	if !listenLine.MatchString(tmpl) || !accessLine.MatchString(tmpl) || !errorLine.MatchString(tmpl) {
+		t.Fatal("template lacks `listen 8080;` or its access or error log path")
 	}
 	tmpl = serverLine.ReplaceAllStringFunc(tmpl, func(m string) string {
 		s := serverLine.FindStringSubmatch(m)
@@ -93,6 +94,7 @@ func renderConfig(t *testing.T, dir string, listen int, ports []int) string {
 	})
 	tmpl = listenLine.ReplaceAllString(tmpl, fmt.Sprintf("${1}127.0.0.1:%d;", listen))
 	tmpl = accessLine.ReplaceAllString(tmpl, filepath.Join(dir, "access.log"))
+	tmpl = errorLine.ReplaceAllString(tmpl, filepath.Join(dir, "error.log"))
 	var temps strings.Builder
 	for _, name := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
 		p := filepath.Join(dir, name)

@@ -297,6 +297,17 @@ func TestShardedBehindNginx(t *testing.T) {
 	}
 	t.Logf("%d acknowledged turns checked in PostgreSQL: %d lost; %d of the victim's replies acknowledged in the 2 s before the kill not stored (of %d there)",
 		len(w.acks), len(lost), lostReplies, window)
+	// The balancer's logs never carry a key, though every request had one
+	// in its path (and some of them failed upstream).
+	access, errs := w.lb.AccessLog(), w.lb.ErrorLog()
+	if !strings.Contains(access, "upstream=127.0.0.1:") {
+		t.Errorf("nginx's access log has no proxied request: %.300q", access)
+	}
+	for i, tn := range w.tenants {
+		if strings.Contains(access, tn.Key) || strings.Contains(errs, tn.Key) {
+			t.Errorf("nginx logged tenant %d's key", i)
+		}
+	}
 	t.Logf("whole test %v", time.Since(began).Round(time.Second))
 }
 
