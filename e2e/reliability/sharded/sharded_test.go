@@ -259,15 +259,17 @@ func TestShardedBehindNginx(t *testing.T) {
 	// (3) The killed replica back, then a rolling restart of all three
 	// under streaming load.
 	back := w.fleet.start(victim)
-	t.Logf("replica %d ready again %v after its start", victim+1, back.Round(time.Millisecond))
-	res := w.rollingRestart(ctx)
+	rotation := w.inRotation(ctx, owner, victim)
+	t.Logf("replica %d ready again %v after its start, back in nginx's rotation (its tenants answered by it) %v after that",
+		victim+1, back.Round(time.Millisecond), rotation.Round(time.Millisecond))
+	res := w.rollingRestart(ctx, owner)
 	t.Logf("rolling restart: %d streams, %d finished with their terminator, %d carried the error event, %d refused before the reply (not acknowledged)",
 		res.total, res.clean, res.errored, res.refused)
 	for _, bad := range res.bad {
 		t.Error(bad)
 	}
-	if res.clean == 0 || res.errored == 0 {
-		t.Errorf("rolling restart: %d clean and %d cut streams, want both (the long streams outlast the drain)", res.clean, res.errored)
+	if res.clean == 0 || res.errored < replicas {
+		t.Errorf("rolling restart: %d clean and %d cut streams, want both, at least one cut per restart", res.clean, res.errored)
 	}
 	for r := range replicas {
 		a := scrape(t, w.fleet.proc(r).URL)
@@ -401,6 +403,38 @@ func (w *world) owners() map[int]int {
 	return out
 }
 
+// inRotation sends turns for one of replica r's tenants until replica r
+// answers one: nginx retries a server it marked failed only after
+// fail_timeout.
+func (w *world) inRotation(ctx context.Context, owner map[int]int, r int) time.Duration {
+	began := time.Now()
+	i := ownedBy(owner, r)
+	for deadline := began.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		tag := w.tag()
+		code, _, rid, err := w.cl.turn(ctx, w.tenants[i].Key, harness.Question(tag, "are you back"))
+		if err != nil || code/100 != 2 {
+			continue
+		}
+		w.acked(ack{tenant: i, tag: tag, at: time.Now(), rid: rid})
+		if w.fleet.servedBy(rid) == w.fleet.proc(r) {
+			return time.Since(began)
+		}
+	}
+	w.t.Fatalf("replica %d did not get its tenants back from nginx within 30 s", r+1)
+	return 0
+}
+
+// ownedBy is a tenant the balancer sends to replica r.
+func ownedBy(owner map[int]int, r int) int {
+	best := -1
+	for i, o := range owner {
+		if o == r && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	return best
+}
+
 type rollResult struct {
 	total, clean, errored, refused int
 	bad                            []string
@@ -408,9 +442,39 @@ type rollResult struct {
 
 // rollingRestart streams turns from every tenant, alternating dialects,
 // while each replica in turn is stopped with SIGTERM and started again.
-func (w *world) rollingRestart(ctx context.Context) rollResult {
+// Worker 0's streams outlast the drain; and before each stop one such
+// stream is opened for a tenant the balancer sends to that replica, so
+// every restart has a stream it must cut with the error event.
+func (w *world) rollingRestart(ctx context.Context, owner map[int]int) rollResult {
 	var res rollResult
 	var mu sync.Mutex
+	run := func(i, k int, d harness.Dialect, long bool) outcome {
+		tag := w.tag()
+		words := streamWords
+		if long {
+			words = longWords
+			w.long.Store(tag, true)
+		}
+		code, tr, rid, err := w.cl.stream(ctx, w.tenants[i].Key, d, harness.Question(tag, fmt.Sprintf("stream %d of tenant %d", k, i)))
+		full := harness.Words(tag, words)
+		mu.Lock()
+		defer mu.Unlock()
+		res.total++
+		switch {
+		case err != nil || code/100 != 2:
+			res.refused++
+			return refused
+		case tr.CleanLooking() && tr.Text == full && tr.End == nil:
+			res.clean++
+			w.acked(ack{tenant: i, tag: tag, at: time.Now(), reply: full, rid: rid})
+			return clean
+		case tr.Errors > 0 && !tr.CleanAfterError:
+			res.errored++
+			return errored
+		}
+		res.bad = append(res.bad, fmt.Sprintf("tenant %d %s stream %d: %d with %+v: cut without the dialect's error event (or clean-looking but short)", i, d.Name, tag, code, tr))
+		return bad
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	n := len(w.tenants)
@@ -423,41 +487,43 @@ func (w *world) rollingRestart(ctx context.Context) rollResult {
 				default:
 				}
 				i := (wk + k*workers) % n
-				d := harness.Dialects[(wk+k)%2]
-				tag := w.tag()
-				words := streamWords
-				if wk == 0 {
-					words = longWords
-					w.long.Store(tag, true)
-				}
-				code, tr, rid, err := w.cl.stream(ctx, w.tenants[i].Key, d, harness.Question(tag, fmt.Sprintf("stream %d of tenant %d", k, i)))
-				mu.Lock()
-				res.total++
-				full := harness.Words(tag, words)
-				switch {
-				case err != nil || code/100 != 2:
-					res.refused++
-				case tr.CleanLooking() && tr.Text == full && tr.End == nil:
-					res.clean++
-					w.acked(ack{tenant: i, tag: tag, at: time.Now(), reply: full, rid: rid})
-				case tr.Errors > 0 && !tr.CleanAfterError:
-					res.errored++
-				default:
-					res.bad = append(res.bad, fmt.Sprintf("tenant %d %s stream %d: %d with %+v: cut without the dialect's error event (or clean-looking but short)", i, d.Name, tag, code, tr))
-				}
-				mu.Unlock()
+				run(i, k, harness.Dialects[(wk+k)%2], wk == 0)
 			}
 		})
 	}
 	time.Sleep(time.Second)
 	for r := range replicas {
+		i := ownedBy(owner, r)
+		got := make(chan outcome, 1)
+		go func() { got <- run(i, -1, harness.Dialects[r%2], true) }()
+		// Well into its reply (4.8 s), and 3.8 s from its end: the drain
+		// (3 s from the signal) ends before the stream does.
+		time.Sleep(time.Second)
 		w.fleet.stop(r)
+		if o := <-got; o != errored {
+			mu.Lock()
+			res.bad = append(res.bad, fmt.Sprintf("replica %d: the stream outlasting its drain (tenant %d) ended %v, want cut with the error event", r+1, i, o))
+			mu.Unlock()
+		}
 		w.fleet.start(r)
 		time.Sleep(time.Second)
 	}
 	close(stop)
 	wg.Wait()
 	return res
+}
+
+type outcome int
+
+const (
+	clean outcome = iota
+	errored
+	refused
+	bad
+)
+
+func (o outcome) String() string {
+	return [...]string{"clean", "with the error event", "refused", "cut without the error event"}[o]
 }
 
 // checkStored reads every tenant's messages and returns the acknowledged
