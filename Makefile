@@ -19,7 +19,8 @@ vet:
 	$(GO) vet ./...
 
 # deps installs what the tests need when missing: Debian's Chromium for the
-# console's browser tests, Node.js and npm for the README's Node quick starts.
+# console's browser tests, Node.js and npm for the README's Node quick starts,
+# nginx for e2e/reliability/sharded (the balancer in front of three replicas).
 deps:
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -31,6 +32,11 @@ deps:
 	    echo "installing chromium for the browser tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "the browser tests need Chromium: sudo apt-get install chromium"; exit 1; fi; }
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing nginx-light for the sharded balancer test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null; \
+	  else echo "the sharded balancer test needs nginx: sudo apt-get install nginx-light"; exit 1; fi; }
 
 generate:
 	$(GO) tool templ generate
