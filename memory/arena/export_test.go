@@ -13,8 +13,8 @@ func KeptTerms(a *Arena, q Query) []TermID {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	work := a.visibleChunks(q)
-	p := prepare(q, corpus{a.n, a.totalLen, a.df}, func(terms []TermID, probes []probe) corpus {
-		return visibleCorpus(work, terms, probes)
+	p := prepare(q, corpus{a.n, a.totalLen, a.df}, func(terms []TermID) corpus {
+		return visibleCorpus(work, terms)
 	}, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
 	return p.terms
 }

@@ -2,6 +2,7 @@ package arena
 
 import (
 	"math"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -90,7 +91,10 @@ type chunk struct {
 	idMin, idMax int64
 	post         *postings // sealed chunks of an arena with vectors
 	df           *chunkDF  // sealed chunks of an arena without vectors (visible.go)
-	lenSum       uint64    // sum of lens: the visible corpus's total length
+	// open holds the open chunk's document frequencies as far as a search
+	// last counted them (visible.go); dropped when the chunk seals.
+	open   atomic.Pointer[chunkDF]
+	lenSum uint64 // sum of lens: the visible corpus's total length
 }
 
 func newChunk(slot int, user int64, dims, base int) *chunk {
@@ -162,8 +166,9 @@ func (c *chunk) seal() {
 	if c.dims > 0 {
 		c.post = buildPostings(c)
 	} else {
-		c.df = buildChunkDF(c)
+		c.df = c.open.Load().extend(c)
 	}
+	c.open.Store(nil)
 }
 
 func trim[T any](s []T) []T {
@@ -203,7 +208,7 @@ func (c *chunk) bytes() int {
 	return int(unsafe.Sizeof(*c)) +
 		8*(cap(c.ids)+cap(c.seqs)+cap(c.convs)+cap(c.born)+sigWords*cap(c.sig[0])) +
 		4*(cap(c.taus)+cap(c.toks)+cap(c.lens)+cap(c.offs)) + cap(c.enc) + cap(c.tfmax) +
-		cap(c.dense) + 4*cap(c.dinv) + 8*cap(c.code) + 4*cap(c.dw) + c.post.bytes() + c.df.bytes()
+		cap(c.dense) + 4*cap(c.dinv) + 8*cap(c.code) + 4*cap(c.dw) + c.post.bytes() + c.df.bytes() + c.open.Load().bytes()
 }
 
 // Hit.Index packs the chunk slot and the position in the chunk.

@@ -62,7 +62,7 @@ type bm25 struct {
 // terms and the question's author chooses it. The kept terms are then scored
 // against the visible corpus (visible.go) when visible is not nil, and
 // dropped if it holds none of them.
-func prepare(q Query, tenant corpus, visible func([]TermID, []probe) corpus, k1, b float64, maxTerms int) bm25 {
+func prepare(q Query, tenant corpus, visible func([]TermID) corpus, k1, b float64, maxTerms int) bm25 {
 	p := bm25{k1p1: k1 + 1}
 	if tenant.n == 0 || len(q.Terms) == 0 {
 		return p
@@ -112,7 +112,7 @@ func prepare(q Query, tenant corpus, visible func([]TermID, []probe) corpus, k1,
 		// user's own rare words survive others' rarer ones), the visible
 		// one decides.
 		p.capTerms(preCap * maxTerms)
-		c = visible(p.terms, p.probes)
+		c = visible(p.terms)
 		kept := 0
 		for j, t := range p.terms {
 			d := c.df(t)
@@ -312,7 +312,7 @@ func referenceRows(items []Item, q Query, opts Options) ([]refRow, bm25, func(It
 			}
 		}
 	}
-	p := prepare(q, tenant, func([]TermID, []probe) corpus { return seen }, float64(opts.K1), float64(opts.B), opts.MaxTerms)
+	p := prepare(q, tenant, func([]TermID) corpus { return seen }, float64(opts.K1), float64(opts.B), opts.MaxTerms)
 	ex := map[int64]bool{}
 	for _, id := range q.Exclude {
 		ex[id] = true

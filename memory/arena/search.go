@@ -100,8 +100,8 @@ func (a *Arena) SearchWithStats(q Query) ([]Hit, ScanStats) {
 	if st.Visible == 0 {
 		return nil, st
 	}
-	p := prepare(q, corpus{a.n, a.totalLen, a.df}, func(terms []TermID, probes []probe) corpus {
-		return visibleCorpus(work, terms, probes)
+	p := prepare(q, corpus{a.n, a.totalLen, a.df}, func(terms []TermID) corpus {
+		return visibleCorpus(work, terms)
 	}, float64(a.opts.K1), float64(a.opts.B), a.opts.MaxTerms)
 	st.Terms, st.Capped, st.Unseen = len(p.terms), p.capped, p.unseen
 	hybrid := a.opts.Dims > 0 && len(q.Dense) == a.opts.Dims

@@ -534,3 +534,32 @@ func TestRemoveItemEqualsFreshArena(t *testing.T) {
 		sameHits(t, "vs reference", ar.Search(q), arena.ReferenceSearch(kept, q, opts))
 	}
 }
+
+// The open chunk's counts are extended by each search with the items added
+// since the previous one (visible.go): searching between additions, as
+// serving does, scores as the reference does after every one of them, up to
+// and past the chunk's sealing.
+func TestOpenChunkCountsFollowAdditions(t *testing.T) {
+	t.Parallel()
+	for _, dims := range []int{0, 8} {
+		t.Run(fmt.Sprintf("dims=%d", dims), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(23, uint64(dims)))
+			opts := arena.Options{Workers: 2, ChunkItems: 64, Dims: dims}
+			ar := arena.New(opts)
+			var all []arena.Item
+			for step := range 80 {
+				for range 1 + r.IntN(5) {
+					it := arena.Item{ID: int64(len(all) + 1), User: int64(1 + r.IntN(2)), Length: uint32(3 + r.IntN(9))}
+					for range 1 + r.IntN(4) {
+						it.Terms = append(it.Terms, arena.TermID(1+r.IntN(30)))
+					}
+					all = append(all, it)
+					ar.Add(it)
+				}
+				q := arena.Query{Users: []int64{1}, K: 10, Terms: []arena.TermID{arena.TermID(1 + r.IntN(30)), arena.TermID(1 + r.IntN(30))}}
+				sameHits(t, fmt.Sprintf("step %d", step), ar.Search(q), arena.ReferenceSearch(all, q, opts))
+			}
+		})
+	}
+}

@@ -36,12 +36,14 @@ type corpus struct {
 	df       func(TermID) int
 }
 
-// chunkDF is a sealed chunk's document frequencies without postings (an
-// arena without vectors): ~6 bytes per distinct term of the chunk, a few per
-// item, so a query reads a chunk's df by binary search instead of counting.
+// chunkDF is a chunk's document frequencies when it has no postings: a
+// sealed chunk of an arena without vectors, or the open chunk of any arena.
+// ~6 bytes per distinct term of the chunk, a few per item, so a query reads
+// a chunk's df by binary search instead of decoding its items.
 type chunkDF struct {
+	items  int      // the chunk's first items counted
 	terms  []TermID // ascending, distinct
-	counts []uint16 // items of the chunk holding the term (at most ChunkItems)
+	counts []uint16 // items holding the term, minus one (a chunk holds up to 65536)
 }
 
 func (d *chunkDF) bytes() int {
@@ -51,30 +53,58 @@ func (d *chunkDF) bytes() int {
 	return int(unsafe.Sizeof(*d)) + 4*cap(d.terms) + 2*cap(d.counts)
 }
 
-func buildChunkDF(c *chunk) *chunkDF {
-	count := map[TermID]uint16{}
-	var terms []TermID
-	var freqs []uint16
-	for i := range c.n() {
-		terms, freqs = decodeTerms(c.terms(i), terms[:0], freqs[:0])
-		for _, t := range terms {
-			count[t]++
+// add adds to out[j] the number of counted items holding terms[j].
+func (d *chunkDF) add(terms []TermID, out []int) {
+	for j, t := range terms {
+		if k, ok := slices.BinarySearch(d.terms, t); ok {
+			out[j] += int(d.counts[k]) + 1
 		}
 	}
-	d := &chunkDF{terms: make([]TermID, 0, len(count)), counts: make([]uint16, len(count))}
-	for t := range count {
-		d.terms = append(d.terms, t)
+}
+
+// extend returns d with items [d.items, c.n()) of c counted too (d nil:
+// none counted yet). A query extends the open chunk's counts by the items
+// captured since the last query, a few, so the open chunk costs a merge of
+// its distinct terms, not a decode of every item; a sealing chunk counts
+// all of its items at once.
+func (d *chunkDF) extend(c *chunk) *chunkDF {
+	from := 0
+	var oldT []TermID
+	var oldC []uint16
+	if d != nil {
+		from, oldT, oldC = d.items, d.terms, d.counts
 	}
-	slices.Sort(d.terms)
-	for i, t := range d.terms {
-		d.counts[i] = count[t]
+	var fresh, terms []TermID
+	var freqs []uint16
+	for i := from; i < c.n(); i++ {
+		terms, freqs = decodeTerms(c.terms(i), terms[:0], freqs[:0])
+		fresh = append(fresh, terms...)
 	}
-	return d
+	slices.Sort(fresh)
+	out := &chunkDF{items: c.n(), terms: make([]TermID, 0, len(oldT)+len(fresh)), counts: make([]uint16, 0, len(oldT)+len(fresh))}
+	i := 0
+	for k := 0; k < len(fresh); {
+		t, n := fresh[k], 0
+		for ; k < len(fresh) && fresh[k] == t; k++ {
+			n++
+		}
+		for ; i < len(oldT) && oldT[i] < t; i++ {
+			out.terms, out.counts = append(out.terms, oldT[i]), append(out.counts, oldC[i])
+		}
+		if i < len(oldT) && oldT[i] == t {
+			n += int(oldC[i]) + 1
+			i++
+		}
+		out.terms, out.counts = append(out.terms, t), append(out.counts, uint16(n-1))
+	}
+	out.terms, out.counts = append(out.terms, oldT[i:]...), append(out.counts, oldC[i:]...)
+	out.terms, out.counts = trim(out.terms), trim(out.counts)
+	return out
 }
 
 // countTerms adds to out[j] the number of the chunk's items holding terms[j]
-// (terms ascending, probes aligned with them).
-func (c *chunk) countTerms(terms []TermID, probes []probe, out []int) {
+// (terms ascending).
+func (c *chunk) countTerms(terms []TermID, out []int) {
 	switch {
 	case c.post != nil:
 		for j, t := range terms {
@@ -83,39 +113,29 @@ func (c *chunk) countTerms(terms []TermID, probes []probe, out []int) {
 			}
 		}
 	case c.df != nil:
-		for j, t := range terms {
-			if k, ok := slices.BinarySearch(c.df.terms, t); ok {
-				out[j] += int(c.df.counts[k])
-			}
-		}
+		c.df.add(terms, out)
 	default:
-		// The open chunk: the signature rules most items out, the rest are
-		// decoded once for all the terms their signature may hold.
-		var dec []TermID
-		var freqs []uint16
-		for i := range c.n() {
-			if ok, _ := matchesAny(c, i, probes); !ok {
-				continue
-			}
-			dec, freqs = decodeTerms(c.terms(i), dec[:0], freqs[:0])
-			for j, t := range terms {
-				if _, ok := slices.BinarySearch(dec, t); ok {
-					out[j]++
-				}
-			}
+		// The open chunk. Searches run concurrently under the arena's read
+		// lock and the chunk does not grow meanwhile, so searches racing to
+		// extend the counts compute and store the same value.
+		d := c.open.Load()
+		if d == nil || d.items < c.n() {
+			d = d.extend(c)
+			c.open.Store(d)
 		}
+		d.add(terms, out)
 	}
 }
 
 // visibleCorpus is the statistic of the items in work, for the given terms
-// (ascending, probes aligned).
-func visibleCorpus(work []*chunk, terms []TermID, probes []probe) corpus {
+// (ascending).
+func visibleCorpus(work []*chunk, terms []TermID) corpus {
 	var v corpus
 	counts := make([]int, len(terms))
 	for _, c := range work {
 		v.n += c.n()
 		v.totalLen += c.lenSum
-		c.countTerms(terms, probes, counts)
+		c.countTerms(terms, counts)
 	}
 	v.df = func(t TermID) int {
 		if k, ok := slices.BinarySearch(terms, t); ok {
