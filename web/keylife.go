@@ -165,6 +165,10 @@ func (c *Console) rotateKey(ec echo.Context, s *session) error {
 	if !ok {
 		return c.notFound(ec)
 	}
+	if k.Scope == store.ScopeTenant.Label() && !s.admin() {
+		// The replacement of a tenant-wide key is one too (createKey).
+		return c.fail(ec, http.StatusForbidden, "Only an admin can rotate a tenant-wide key: its replacement reads every memory user's memory through the proxy.")
+	}
 	field := ec.FormValue("grace")
 	period := time.Duration(-1)
 	for _, g := range graces() {

@@ -177,6 +177,11 @@ func (c *Console) createKey(ec echo.Context, s *session) error {
 			problem = "Choose the key's scope: pinned to its memory user, or tenant-wide."
 		}
 	}
+	// A tenant-wide key reads every memory user's memory through the
+	// proxy: a member, who reads no memory in the console, may not make one.
+	if scope == store.ScopeTenant && !s.admin() {
+		return c.fail(ec, http.StatusForbidden, "Only an admin can create a tenant-wide key: it reads every memory user's memory through the proxy.")
+	}
 	var userID int64
 	var user string
 	switch {

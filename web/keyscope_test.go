@@ -84,10 +84,18 @@ func TestKeysPageScopes(t *testing.T) {
 		t.Errorf("a refused form created memory user eve (%d, %v)", eve, err)
 	}
 
-	member, _, _ := addMember(t, srv, tm, "tenant_reader")
+	member, _, _ := addMember(t, srv, tm, "tenant_member")
 	member.Get("/console/keys")
 	if p := member.Post("/console/keys", url.Values{"name": {"mine"}, "user_id": {itoa(tm.userID)}, "scope": {"tenant"}}); p.Status != http.StatusForbidden {
 		t.Errorf("a member creating a tenant-wide key: %d, want 403", p.Status)
+	}
+	var harness int64
+	if err := srv.Owner.QueryRow(ctx, `SELECT id FROM api_keys WHERE tenant_id = $1 AND name = 'team harness'`, tm.tenantID).Scan(&harness); err != nil {
+		t.Fatal(err)
+	}
+	member.Get("/console/keys/" + itoa(harness) + "/rotate")
+	if p := member.Post("/console/keys/"+itoa(harness)+"/rotate", url.Values{"grace": {"1h"}, "confirm": {"yes"}}); p.Status != http.StatusForbidden {
+		t.Errorf("a member rotating a tenant-wide key: %d, want 403", p.Status)
 	}
 	if after := tm.admin.Get("/console/keys").TestID("key-row").Length(); after != before {
 		t.Errorf("refused creations changed the key count from %d to %d", before, after)

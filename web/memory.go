@@ -157,7 +157,7 @@ func memoryUserTarget(userID int64) string { return "memory_user:" + strconv.For
 // htmx searches get only the results.
 func (c *Console) memory(ec echo.Context, s *session) error {
 	ctx := ec.Request().Context()
-	admin := s.Role == templates.RoleTenantAdmin || s.Role == templates.RolePlatformAdmin
+	admin := s.admin()
 	var userID int64
 	all := false
 	switch u := ec.QueryParam("user"); {

@@ -207,3 +207,9 @@ func (c *Console) endSession(ctx context.Context, ec echo.Context, s *session) e
 func (c *Console) clearCookie(ec echo.Context, name string) {
 	ec.SetCookie(&http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.cfg.SecureCookies, SameSite: http.SameSiteLaxMode})
 }
+
+// admin reports whether the session's account is an admin of its tenant
+// (a platform admin is one of every tenant).
+func (s *session) admin() bool {
+	return s.Role == templates.RoleTenantAdmin || s.Role == templates.RolePlatformAdmin
+}
