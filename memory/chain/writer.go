@@ -223,11 +223,14 @@ func (w *Writer) catchUp(ctx context.Context, tenantID int64, t *tenant) error {
 // they are the same edges (the rules are deterministic), so only those of
 // the items past its watermark are written, from there. Each such retry
 // follows the other writer's progress, so the loop ends; a watermark moved
-// back (a rebuild) is ErrChainMoved, and the caller reloads.
+// back (a rebuild) is ErrChainMoved and a redaction ErrChainRedacted, and
+// the caller reloads.
 func (w *Writer) write(ctx context.Context, tenantID int64, t *tenant, from int64, cb store.ChainBatch, rows []store.ChainEdge) error {
 	for {
 		err := w.st.WriteChainEdges(ctx, tenantID, from, cb.Upto, t.fresh, rows)
-		if !errors.Is(err, store.ErrChainMoved) {
+		if !errors.Is(err, store.ErrChainMoved) || errors.Is(err, store.ErrChainRedacted) {
+			// A redaction is past any retry from the watermark: the caller
+			// reloads the graph.
 			return err
 		}
 		mark, err := w.st.ChainHead(ctx, tenantID)

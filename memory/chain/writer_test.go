@@ -532,3 +532,47 @@ func TestWriterRefusesWatermarkPastHead(t *testing.T) {
 		t.Fatalf("catch-up over a watermark past the head: %v", err)
 	}
 }
+
+// TestWriterRedactionBetweenReadAndWrite: a redaction that commits after the
+// writer read its batch leaves the watermark where it was, so a retry from
+// the watermark would be refused for ever; the writer reloads instead and
+// ends caught up, holding the owner's edges without the redacted item.
+func TestWriterRedactionBetweenReadAndWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newScene(t)
+	s.talk(t, 30)
+	w0 := chain.NewWriter(s.db, fakeLex{}, rules, nil)
+	if err := w0.CatchUp(ctx, s.id); err != nil {
+		t.Fatal(err)
+	}
+	s.talk(t, 10)
+	gone := s.said[s.alice][0]
+	p := &spy{DB: s.db}
+	p.beforeOne = func() {
+		if _, err := s.db.RedactItem(ctx, s.id, gone, store.Actor{Email: "test"}, func(items []store.ChainItem) []store.ChainEdge {
+			return chain.OwnerEdges(fakeLex{}, rules, items)
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	w := chain.NewWriter(p, fakeLex{}, rules, nil)
+	done := make(chan error, 1)
+	go func() { done <- w.CatchUp(ctx, s.id) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the writer did not end its catch-up after a redaction")
+	}
+	if len(p.writes) < 2 || !errors.Is(p.writes[0].err, store.ErrChainRedacted) || p.writes[len(p.writes)-1].err != nil {
+		t.Fatalf("writes %+v, want a refused one then a stored one", p.writes)
+	}
+	for _, e := range s.caughtUp(t) {
+		if e.Src == gone || e.Dst == gone {
+			t.Fatalf("an edge of the redacted item: %+v", e)
+		}
+	}
+}

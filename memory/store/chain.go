@@ -56,6 +56,11 @@ type ChainEdgeSized struct {
 // another writer advanced it, or it was rebuilt. The writer reloads.
 var ErrChainMoved = errors.New("chain watermark moved")
 
+// ErrChainRedacted says a redaction rewrote the owner's edges after the
+// graph the writer holds was read: the watermark may be where the writer
+// left it, so only a reload (not a retry from the watermark) gets past it.
+var ErrChainRedacted = fmt.Errorf("a redaction rewrote the edges: %w", ErrChainMoved)
+
 // ErrChainGone says an edge names an item a purge removed after the writer
 // read it; the writer reloads and the purge's edges are never written.
 var ErrChainGone = errors.New("chain edge names a purged item")
@@ -150,8 +155,9 @@ func (db *DB) ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (
 // WriteChainEdges appends edges and moves the watermark from `from` to
 // `to` in one transaction. seen is the log position up to which every
 // redaction is reflected in the graph the edges come from. ErrChainMoved:
-// the watermark was not at from, or a redaction after seen rewrote the
-// owner's edges (the writer reloads); ErrChainGone: an edge names an item
+// the watermark was not at from; ErrChainRedacted (an ErrChainMoved): a
+// redaction after seen rewrote the owner's edges (the writer reloads);
+// ErrChainGone: an edge names an item
 // that no longer exists.
 func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int64, edges []ChainEdge) error {
 	n := len(edges)
@@ -176,7 +182,7 @@ func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int6
 			return err
 		}
 		if redacted {
-			return ErrChainMoved
+			return ErrChainRedacted
 		}
 		if n > 0 {
 			if _, err := tx.Exec(ctx, chainInsertSQL, tenantID, src, dst, rel, uid, w); err != nil {

@@ -204,8 +204,8 @@ func TestRedactItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.WriteChainEdges(ctx, c.id, mark, rep.Seq, before.Seq, nil); !errors.Is(err, store.ErrChainMoved) {
-		t.Fatalf("a stale writer's write: %v, want ErrChainMoved", err)
+	if err := db.WriteChainEdges(ctx, c.id, mark, rep.Seq, before.Seq, nil); !errors.Is(err, store.ErrChainRedacted) {
+		t.Fatalf("a stale writer's write: %v, want ErrChainRedacted", err)
 	}
 	if err := db.WriteChainEdges(ctx, c.id, mark, rep.Seq, rep.Seq, nil); err != nil {
 		t.Fatalf("a writer that has seen the redaction: %v", err)
