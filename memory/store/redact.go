@@ -30,8 +30,9 @@ type RedactReport struct {
 	Rows         int64 `json:"retrieval_rows"`
 	Activations  int64 `json:"activations"`
 	Reheats      int64 `json:"reheats"`
-	Edges        int64 `json:"edges"`   // chain edges that named the item
-	Sources      int64 `json:"sources"` // replies' sources that listed it
+	Edges        int64 `json:"edges"`       // chain edges that named the item
+	Sources      int64 `json:"sources"`     // replies' sources that listed it
+	Inspections  int64 `json:"inspections"` // request inspector records that could quote it
 	Seq          int64 `json:"seq"`
 }
 
@@ -61,7 +62,13 @@ const (
 	redactActivationSQL = `DELETE FROM activations WHERE tenant_id = $1 AND item_id = $2`
 	redactReheatsSQL    = `DELETE FROM reheats WHERE tenant_id = $1 AND item_id = $2`
 	redactItemSQL       = `DELETE FROM items WHERE tenant_id = $1 AND id = $2`
-	redactMessageSQL    = `DELETE FROM messages m WHERE m.tenant_id = $1 AND m.id = $2
+	// The inspector's records quote frames, tool results, questions and
+	// replies as sent, and only frame items are indexed: every record that
+	// could quote the item goes, its owner's own requests and any frame
+	// that showed it.
+	redactInspectionsSQL = `DELETE FROM request_inspections p WHERE p.tenant_id = $1 AND (p.user_id = $3 OR EXISTS (
+			SELECT 1 FROM request_inspection_items x WHERE x.tenant_id = $1 AND x.request_id = p.request_id AND x.item_id = $2))`
+	redactMessageSQL = `DELETE FROM messages m WHERE m.tenant_id = $1 AND m.id = $2
 		AND NOT EXISTS (SELECT 1 FROM items i WHERE i.tenant_id = $1 AND i.message_id = $2)`
 	// The owner's surviving items up to the chain watermark, as a rebuild
 	// replays them (chainItemsSQL, one owner).
@@ -150,6 +157,11 @@ func (db *DB) RedactItem(ctx context.Context, tenantID, itemID int64, by Actor, 
 			return fmt.Errorf("redact sources: %w", err)
 		}
 		rep.Sources = tag.RowsAffected()
+		tag, err = tx.Exec(ctx, redactInspectionsSQL, tenantID, itemID, rep.UserID)
+		if err != nil {
+			return fmt.Errorf("redact inspections: %w", err)
+		}
+		rep.Inspections = tag.RowsAffected()
 		if _, err := tx.Exec(ctx, redactOwnerEdgesSQL, tenantID, rep.UserID); err != nil {
 			return fmt.Errorf("redact edges: %w", err)
 		}

@@ -135,6 +135,11 @@ func TestRedactItem(t *testing.T) {
 			t.Fatalf("the scene has no %s row of the secret", table)
 		}
 	}
+	// The inspector's records: alice's own request (its question or reply
+	// may quote the secret), bob's that showed it, bob's own that did not.
+	inspected(t, db, c.id, c.alice, "alice-asks", time.Hour, s.early, 0)
+	inspected(t, db, c.id, c.bob, "bob-sees-secret", time.Hour, s.bobItem, s.secret)
+	inspected(t, db, c.id, c.bob, "bob-alone", time.Hour, s.bobItem, 0)
 	before, err := db.ReadHead(ctx, c.id)
 	if err != nil {
 		t.Fatal(err)
@@ -148,8 +153,16 @@ func TestRedactItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep.ItemID != s.secret || rep.UserID != c.alice || rep.Rows != 1 || rep.Activations != 2 || rep.Reheats != 1 ||
-		rep.Edges != 1 || rep.Sources != 1 || rep.MessageRemoved || rep.Seq != before.Seq+1 {
+		rep.Edges != 1 || rep.Sources != 1 || rep.Inspections != 2 || rep.MessageRemoved || rep.Seq != before.Seq+1 {
 		t.Fatalf("report %+v", rep)
+	}
+	for _, tc := range []struct {
+		user int64
+		want int
+	}{{c.alice, 0}, {c.bob, 1}} {
+		if rows, err := db.Requests(ctx, c.id, tc.user, 10); err != nil || countInspected(rows) != tc.want {
+			t.Errorf("user %d: %d inspected requests after the redaction (%v), want %d", tc.user, countInspected(rows), err, tc.want)
+		}
 	}
 	for table, q := range keyed {
 		if n := count(q, c.id, s.secret); n != 0 {
@@ -272,4 +285,14 @@ func TestRedactLastPart(t *testing.T) {
 	if n := statsDrift(t, owner, c.id); n != 0 {
 		t.Fatalf("%d statistics differ from a recount", n)
 	}
+}
+
+func countInspected(rows []store.RequestRow) int {
+	n := 0
+	for _, r := range rows {
+		if r.Inspected {
+			n++
+		}
+	}
+	return n
 }
