@@ -93,7 +93,14 @@ func oneLine(s string, n int) string {
 func (c *Console) requests(ec echo.Context, s *session) error {
 	ctx := ec.Request().Context()
 	var userID int64
-	if u := ec.QueryParam("user"); u != "" && u != allUsers {
+	u := ec.QueryParam("user")
+	switch {
+	case (u == "" || u == allUsers) && s.admin():
+	case u == allUsers:
+		// As in the memory browser: every user's questions at once are an
+		// admin's view; a reader looks one user at a time.
+		return c.fail(ec, http.StatusForbidden, "Only the team's admins list every user's requests.")
+	case u != "":
 		id, err := strconv.ParseInt(u, 10, 64)
 		if err != nil || id <= 0 {
 			return c.notFound(ec)
@@ -107,17 +114,24 @@ func (c *Console) requests(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	users = append([]templates.Option{{Value: allUsers, Label: "All users", Selected: userID == 0}}, users...)
+	if userID == 0 && !s.admin() {
+		if len(users) == 0 {
+			return c.notFound(ec)
+		}
+		if userID, err = strconv.ParseInt(users[0].Value, 10, 64); err != nil {
+			return c.internal(ec, err)
+		}
+		users[0].Selected = true
+	}
+	if s.admin() {
+		users = append([]templates.Option{{Value: allUsers, Label: "All users", Selected: userID == 0}}, users...)
+	}
 	rows, err := c.db.Requests(ctx, s.TenantID, userID, requestsLimit)
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	// The list shows each request's question: memory content.
-	if err := c.auditView(ec, s, "requests", requestOwners(rows), map[string]any{"requests": ids}); err != nil {
+	// The list shows each inspected request's question: memory content.
+	if err := c.auditView(ec, s, "requests", requestOwners(rows), nil); err != nil {
 		return c.internal(ec, err)
 	}
 	now := time.Now()
@@ -255,16 +269,23 @@ func (c *Console) itemFrames(ctx context.Context, tenantID, itemID int64) ([]tem
 	return out, nil
 }
 
-// requestOwners are the memory users whose questions a request list shows,
-// in the order they first appear, each once.
+// requestOwners are the memory users whose questions a request list shows
+// (the requests with a record), in the order they first appear, each with
+// its own requests.
 func requestOwners(rows []store.RequestRow) []viewed {
 	var out []viewed
-	seen := map[int64]bool{}
+	at := map[int64]int{}
 	for _, r := range rows {
-		if !seen[r.UserID] {
-			seen[r.UserID] = true
+		if !r.Inspected || r.UserID == 0 {
+			continue
+		}
+		i, ok := at[r.UserID]
+		if !ok {
+			i = len(out)
+			at[r.UserID] = i
 			out = append(out, viewed{userID: r.UserID, user: r.User})
 		}
+		out[i].requests = append(out[i].requests, r.ID)
 	}
 	return out
 }

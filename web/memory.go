@@ -88,6 +88,8 @@ type viewed struct {
 	user   string // the name, written into the entry so it names the user even once renamed or purged
 	items  []int64
 	chain  []int64
+	// requests are the inspector's requests of this user the page shows.
+	requests []int64
 }
 
 // auditView records, before the page is sent, that the session's account
@@ -102,6 +104,9 @@ func (c *Console) auditView(ec echo.Context, s *session, view string, shown []vi
 			d := map[string]any{"view": view, "user": v.user, "items": nonNil(v.items), "as": s.Role}
 			if len(v.chain) > 0 {
 				d["chain_items"] = v.chain
+			}
+			if len(v.requests) > 0 {
+				d["requests"] = v.requests
 			}
 			for k, x := range detail {
 				d[k] = x

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/web/webtest"
@@ -202,5 +203,58 @@ func TestUsagePage(t *testing.T) {
 	}
 	if n := tm.admin.Get("/console/usage?days=30").TestID("usage-days").Find("tbody tr").Length(); n != 30 {
 		t.Errorf("30-day range lists %d days", n)
+	}
+}
+
+// TestReaderListsRequestsOneUserAtATime: every user's questions at once are
+// an admin's view, as in the memory browser; a reader's list is one user's,
+// and each owner's audit entry names that owner's own requests only.
+func TestReaderListsRequestsOneUserAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, webtest.Options{})
+	tm := signUpTeam(t, srv, "Inspected")
+	bob, err := srv.DB.EnsureUser(ctx, tm.tenantID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(rid string, user int64, question string) {
+		t.Helper()
+		in := &store.Inspection{Question: question, Turns: []store.InspectTurn{{Role: "user", Text: question}}}
+		if err := srv.DB.RecordRequest(ctx, store.RequestRecord{TenantID: tm.tenantID, RequestID: rid, UserID: user,
+			Dialect: "openai-chat", Provider: "openai", Status: 200, Inspection: in, InspectRetention: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record("r-default", tm.userID, "where is the default ferry")
+	record("r-bob", bob, "where is bob's kayak")
+	reader, _, _ := addMember(t, srv, tm, "tenant_reader")
+	if p := reader.Get("/console/requests?user=all"); p.Status != http.StatusForbidden {
+		t.Errorf("a reader listing every user's requests: %d, want 403", p.Status)
+	}
+	if p := reader.Get("/console/requests"); p.Status != http.StatusOK || strings.Contains(p.Body, "kayak") == strings.Contains(p.Body, "ferry") {
+		t.Errorf("a reader's default list (%d) shows one user's questions: ferry %v, kayak %v", p.Status,
+			strings.Contains(p.Body, "ferry"), strings.Contains(p.Body, "kayak"))
+	}
+	if p := tm.admin.Get("/console/requests"); !strings.Contains(p.Body, "kayak") || !strings.Contains(p.Body, "ferry") {
+		t.Error("the admin's list does not show every user's questions")
+	}
+	rows, err := srv.Owner.Query(ctx, `SELECT target, detail->'requests' FROM audit_log
+		WHERE tenant_id = $1 AND action = 'memory.view' AND detail->>'view' = 'requests' AND detail->>'as' = 'tenant_admin'`, tm.tenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := map[string]int{}
+	for rows.Next() {
+		var target string
+		var reqs []int64
+		if err := rows.Scan(&target, &reqs); err != nil {
+			t.Fatal(err)
+		}
+		seen[target] = len(reqs)
+	}
+	if len(seen) != 2 || seen["memory_user:"+itoa(bob)] != 1 || seen["memory_user:"+itoa(tm.userID)] != 1 {
+		t.Errorf("the admin's list audited %v, want each owner with their one request", seen)
 	}
 }
