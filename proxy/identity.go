@@ -172,15 +172,9 @@ const touchInterval = time.Minute
 // touchKey records a key's use for the console, at most once per interval
 // per process and off the request path.
 func (p *Proxy) touchKey(k store.KeyIdentity) {
-	now := time.Now()
-	p.touchMu.Lock()
-	last, seen := p.touched[k.KeyID]
-	if seen && now.Sub(last) < touchInterval {
-		p.touchMu.Unlock()
+	if !p.touched.due(k.KeyID, time.Now()) {
 		return
 	}
-	p.touched[k.KeyID] = now
-	p.touchMu.Unlock()
 	p.after.Add(1)
 	go func() {
 		defer p.after.Done()

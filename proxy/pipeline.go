@@ -289,6 +289,11 @@ func responseStatus(c echo.Context, err error) int {
 	return c.Response().Status
 }
 
+// pruneInterval is how often a tenant's expired inspector records are
+// pruned: with a record write of the tenant, at most once a minute per
+// process, so concurrent requests do not all delete the same rows.
+const pruneInterval = time.Minute
+
 // record keeps the request's figures for the console, off the client's
 // context: it runs after the reply went out.
 func (p *Proxy) record(t *turn, r reply, status int) {
@@ -300,7 +305,7 @@ func (p *Proxy) record(t *turn, r reply, status int) {
 	if t.frame != nil {
 		rec.FrameItems, rec.FrameTokens = t.frame.Items, t.frame.Tokens
 	}
-	rec.PruneInspections, rec.InspectRetention = true, p.cfg.InspectRetention
+	rec.PruneInspections, rec.InspectRetention = p.pruned.due(t.who.TenantID, time.Now()), p.cfg.InspectRetention
 	if p.inspects(t) {
 		rec.Inspection = t.inspection(r)
 	}

@@ -100,8 +100,8 @@ type Proxy struct {
 
 	keys    *keyCache
 	limits  *limits.Limiter
-	touchMu sync.Mutex
-	touched map[int64]time.Time // key id -> last "last used" write
+	touched *every // by key id: its "last used" write
+	pruned  *every // by tenant id: the inspector's prune of expired records
 
 	// cutCtx ends when the server cuts the requests in flight (drain.go).
 	cutCtx                   context.Context
@@ -141,7 +141,7 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 	cutCtx, cutNow := context.WithCancel(context.Background())
 	return &Proxy{cutCtx: cutCtx, cutNow: cutNow, cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
-		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: map[int64]time.Time{}, keys: newKeyCache(keyCacheTTL),
+		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), keys: newKeyCache(keyCacheTTL),
 		limits: limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
 }
 

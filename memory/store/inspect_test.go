@@ -133,7 +133,6 @@ func TestInspectionRetention(t *testing.T) {
 	inspected(t, db, nt.TenantID, nt.UserID, "old", keep, 1, 2)
 	inspected(t, db, other.TenantID, other.UserID, "other", keep, 9, 0)
 	time.Sleep(keep + 200*time.Millisecond)
-	inspected(t, db, nt.TenantID, nt.UserID, "new", keep, 3, 0)
 	count := func(sql string, tenant int64) int64 {
 		t.Helper()
 		var n int64
@@ -147,11 +146,22 @@ func TestInspectionRetention(t *testing.T) {
 		index   = `SELECT count(*) FROM request_inspection_items WHERE tenant_id = $1`
 		figures = `SELECT count(*) FROM requests WHERE tenant_id = $1`
 	)
+	// A write that is not asked to prune (the proxy asks once a minute per
+	// tenant) keeps the expired record.
+	if err := db.RecordRequest(ctx, store.RequestRecord{TenantID: nt.TenantID, RequestID: "no-prune", UserID: nt.UserID,
+		Dialect: "openai-chat", Provider: "openai", Status: 200, InspectRetention: keep,
+		Inspection: &store.Inspection{Question: "kept", Items: []store.InspectItem{{ID: 4, Shown: true}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := count(records, nt.TenantID); r != 2 {
+		t.Fatalf("a write without prune left %d records, want the expired one and its own", r)
+	}
+	inspected(t, db, nt.TenantID, nt.UserID, "new", keep, 3, 0)
 	for _, tc := range []struct {
 		name                   string
 		tenant                 int64
 		records, index, figure int64
-	}{{"after the retention", nt.TenantID, 1, 1, 2}, {"another tenant", other.TenantID, 1, 1, 1}} {
+	}{{"after the retention", nt.TenantID, 2, 2, 3}, {"another tenant", other.TenantID, 1, 1, 1}} {
 		if r, i, f := count(records, tc.tenant), count(index, tc.tenant), count(figures, tc.tenant); r != tc.records || i != tc.index || f != tc.figure {
 			t.Errorf("%s: %d records, %d index rows, %d requests; want %d, %d, %d", tc.name, r, i, f, tc.records, tc.index, tc.figure)
 		}
@@ -165,8 +175,8 @@ func TestInspectionRetention(t *testing.T) {
 		Inspection: &store.Inspection{Question: "not kept"}}); err != nil {
 		t.Fatal(err)
 	}
-	if r, i, f := count(records, nt.TenantID), count(index, nt.TenantID), count(figures, nt.TenantID); r != 0 || i != 0 || f != 3 {
-		t.Errorf("with retention 0: %d records, %d index rows, %d requests; want 0, 0, 3", r, i, f)
+	if r, i, f := count(records, nt.TenantID), count(index, nt.TenantID), count(figures, nt.TenantID); r != 0 || i != 0 || f != 4 {
+		t.Errorf("with retention 0: %d records, %d index rows, %d requests; want 0, 0, 4", r, i, f)
 	}
 	if r := count(records, other.TenantID); r != 1 {
 		t.Errorf("another tenant's record pruned: %d left", r)

@@ -26,13 +26,13 @@ type RequestRecord struct {
 	FrameTokens int
 	DurationMS  float64
 	// Inspection, when set with a positive InspectRetention, is kept for
-	// the request inspector, in the same statement as the figures; records
-	// of the tenant older than the retention go in that statement too.
+	// the request inspector, in the same statement as the figures.
 	Inspection       *Inspection
 	InspectRetention time.Duration
-	// PruneInspections prunes with a record not kept (a probe, or the
-	// inspector turned off with a retention of 0, which prunes them all):
-	// the proxy sets it, other writers of figures leave records alone.
+	// PruneInspections also removes the tenant's records older than
+	// InspectRetention (all of them with a retention of 0), in the same
+	// statement: the proxy sets it once a minute per tenant, other writers
+	// of figures leave records alone.
 	PruneInspections bool
 }
 
@@ -41,7 +41,7 @@ const insertRequestSQL = `INSERT INTO requests (tenant_id, request_id, user_id, 
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))`
 
 // insertInspectedSQL writes the figures, the inspection, its item index
-// and prunes the tenant's expired records: one round trip, so that the
+// and (when $19) prunes the tenant's expired records: one round trip, so that the
 // inspector costs the path after the reply (already off the client's) no
 // more than a few index entries. The prune walks request_inspections_at
 // from its oldest end and stops at the first record still kept.
@@ -57,7 +57,7 @@ const insertInspectedSQL = `WITH r AS (
 	idx AS (
 		INSERT INTO request_inspection_items (tenant_id, item_id, request_id, shown)
 		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($16::bigint[], $17::boolean[]) AS x(item_id, shown))
-	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $18::double precision)`
+	DELETE FROM request_inspections WHERE $19::boolean AND tenant_id = $1 AND at < now() - make_interval(secs => $18::double precision)`
 
 // insertPrunedSQL writes the figures and prunes, keeping no record.
 const insertPrunedSQL = `WITH r AS (
@@ -80,7 +80,7 @@ func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
 		}
 		ids, shown := r.Inspection.index()
 		q = insertInspectedSQL
-		args = append(args, doc, ids, shown, r.InspectRetention.Seconds())
+		args = append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections)
 	} else if r.PruneInspections {
 		q = insertPrunedSQL
 		args = append(args, max(r.InspectRetention, 0).Seconds())
