@@ -152,10 +152,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 func drain(srv *http.Server, px *proxy.Proxy, eng *memory.Engine, draining *atomic.Bool, cfg Config, reason error, log *slog.Logger) error {
 	draining.Store(true)
 	start := time.Now()
-	timeout := cfg.DrainTimeout
-	if timeout <= 0 {
-		timeout = defaultDrainTimeout
-	}
+	timeout := cfg.DrainTimeout // LoadConfig holds it to 1s..1h
 	at := px.Counts()
 	log.Info("perpetuity shutting down", "reason", reason.Error(), "in_flight", at.InFlight,
 		"ready_delay_s", cfg.DrainReadyDelay.Seconds(), "drain_timeout_s", timeout.Seconds())
@@ -197,13 +194,8 @@ func drain(srv *http.Server, px *proxy.Proxy, eng *memory.Engine, draining *atom
 	return nil
 }
 
-// defaultDrainTimeout is the drain time of a Config that names none (the
-// environment's default is PERPETUITY_DRAIN_TIMEOUT's); cutGrace is how
-// long cut requests get to write their error event and end.
-const (
-	defaultDrainTimeout = 30 * time.Second
-	cutGrace            = 5 * time.Second
-)
+// cutGrace is how long cut requests get to write their error event and end.
+const cutGrace = 5 * time.Second
 
 // NewRouter is the Echo instance serve hangs every route on: the one error
 // handler, panic recovery, then mw (serve passes its metrics), the access

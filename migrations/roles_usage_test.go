@@ -23,18 +23,7 @@ func TestRolesUsageMigration(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.New(t)
 	// Down to just before 000017, to have members of the old kind.
-	for {
-		v, _, err := migrations.Version(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v < rolesUsageVersion {
-			break
-		}
-		if err := migrations.Down(url, 1); err != nil {
-			t.Fatalf("down from %d: %v", v, err)
-		}
-	}
+	downTo(t, url, rolesUsageVersion-1)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -109,25 +98,18 @@ func TestRolesUsageMigration(t *testing.T) {
 	}
 
 	// Down through 000017 (later migrations come off first).
-	for {
-		v, _, err := migrations.Version(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v < rolesUsageVersion {
-			break
-		}
-		if err := migrations.Down(url, 1); err != nil {
-			t.Fatalf("down from %d: %v", v, err)
-		}
-	}
-	if v, _, _ := migrations.Version(url); v >= rolesUsageVersion {
-		t.Fatalf("down left version %d", v)
-	}
+	downTo(t, url, rolesUsageVersion-1)
 	want["member@roles.test"], want["invited@roles.test"], want["keys@roles.test"] = "tenant_member", "tenant_member", "tenant_member"
 	for e, r := range want {
 		if got := roles()[e]; got != r {
 			t.Errorf("after down, %s is %q, want %q", e, got, r)
+		}
+	}
+	// The member made after the up would read content under the older
+	// console: disabled. The readers, members again, are not.
+	for email, disabled := range map[string]bool{"keys@roles.test": true, "member@roles.test": false, "admin@roles.test": false} {
+		if n := scalar(`SELECT count(*) FROM console_accounts WHERE tenant_id = $1 AND email = $2 AND disabled_at IS NOT NULL`, tenant, email); (n == 1) != disabled {
+			t.Errorf("after down, %s disabled: %v, want %v", email, n == 1, disabled)
 		}
 	}
 	if n := scalar(`SELECT count(*) FROM information_schema.columns WHERE table_name = 'requests' AND column_name = 'key_id'`); n != 0 {
