@@ -339,7 +339,6 @@ func (w *world) tenantBytes(env []string) int64 {
 	return a.Bytes / a.Tenants
 }
 
-
 // reply is the fake provider: a probe for tenant i answers whether the
 // canary reached the provider (in the frame); a streamed turn gets its
 // tagged words paced; anything else a tagged short reply.
