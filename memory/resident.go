@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,11 +229,7 @@ func (rs *residents) apply(tenantID int64, a *arena.Arena, cu store.CatchUp, sp 
 		if n == 0 {
 			return
 		}
-		batch := make([]arena.Item, n)
-		for i, it := range items[:n] {
-			batch[i] = toArenaItem(it, sp)
-		}
-		a.Add(batch...)
+		a.Add(toArenaItems(items[:n], sp)...)
 		items = items[n:]
 	}
 	for _, ev := range cu.Events {
@@ -248,6 +245,40 @@ func (rs *residents) apply(tenantID int64, a *arena.Arena, cu store.CatchUp, sp 
 	}
 	flush(cu.Head.Seq + 1)
 }
+
+// convertMin is the batch from which toArenaItems converts on every core:
+// a cold load converts the whole tenant, and a vector's projection costs
+// about as much as reading its row.
+const convertMin = 2048
+
+// toArenaItems converts rows in order, a large batch on every core.
+func toArenaItems(rows []store.ArenaItem, sp *dict.Space) []arena.Item {
+	out := make([]arena.Item, len(rows))
+	workers := runtime.GOMAXPROCS(0)
+	if len(rows) < convertMin || workers < 2 {
+		for i, it := range rows {
+			out[i] = toArenaItem(it, sp)
+		}
+		return out
+	}
+	per := (len(rows) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(rows); lo += per {
+		hi := min(lo+per, len(rows))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = toArenaItem(rows[i], sp)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// ToArenaItems is the catch-up's conversion of a batch of rows (on every
+// core when large), for code outside the engine that must load an arena
+// exactly as serving does (the benchmarks' cold start).
+func ToArenaItems(rows []store.ArenaItem, sp *dict.Space) []arena.Item { return toArenaItems(rows, sp) }
 
 // ToArenaItem is the catch-up's conversion of a stored row into what the
 // arena holds, for code outside the engine that must build an arena exactly

@@ -41,10 +41,6 @@ type ColdResult struct {
 // second and third load of the tenant, a dozen seconds at 1M.
 const reloadMaxItems = 250_000
 
-// catchUpBatch is how many items go into the arena per Add, as the resident
-// catch-up does (Add holds the write lock).
-const catchUpBatch = 4096
-
 func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string, cfg Config, lg *logger) (*ColdResult, error) {
 	res := &ColdResult{Items: t.Items, Dict: t.Dict}
 	_, vecSpace, err := k.terms(t.Dict)
@@ -74,14 +70,7 @@ func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string
 			}
 		}
 		ar := arena.New(arenaOptions(sp))
-		batch := make([]arena.Item, 0, catchUpBatch)
-		for i := range cu.Items {
-			batch = append(batch, memory.ToArenaItem(cu.Items[i], sp))
-			if len(batch) == catchUpBatch {
-				ar.Add(batch...)
-				batch = batch[:0]
-			}
-		}
+		batch := memory.ToArenaItems(cu.Items, sp)
 		ar.Add(batch...)
 		t2 := time.Now()
 		if got := ar.Len(); got < t.Items {

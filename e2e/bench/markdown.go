@@ -335,7 +335,7 @@ func (r *Report) cold(m *mdw) {
 	m.p("\"Reload\" is a frame of a tenant evicted under `PERPETUITY_ARENA_BUDGET` (an engine whose budget holds")
 	m.p("no arena, after a first frame paid the process's one-time costs) and, in brackets, its load alone;")
 	m.p("measured up to %s items.", itemsLabel(reloadMaxItems))
-	m.p("Rows are converted by the catch-up's own code (`memory.ToArenaItem`); a v3 row's vector goes through the")
+	m.p("Rows are converted by the catch-up's own code (`memory.ToArenaItems`); a v3 row's vector goes through the")
 	m.p("tenant's dense space (`dict.Space`) into an arena that holds vectors, as a serving process loads it.")
 	if len(r.ColdV3) > 0 {
 		m.p("A v3 engine's first frame also loads the v3 lexicon from the database and parses its vectors, once per")

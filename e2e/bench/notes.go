@@ -160,8 +160,11 @@ func (r *Report) notes(m *mdw) {
 		c := r.Cold[len(r.Cold)-1]
 		m.p("**Cold start (§5).** Of the %s ms catch-up at %s items, reading from PostgreSQL takes %s ms and",
 			ms(c.Took), itemsLabel(c.Items), ms(c.Read))
-		m.p("building the arena %s ms: the read (one snapshot, two arrays per item decoded row by row by pgx,", ms(c.Build))
-		m.p("into freshly allocated slices) is the bottleneck.")
+		larger := "the read (one snapshot, decoded from the wire by hand into shared slabs) is the larger part"
+		if c.Build > c.Read {
+			larger = "the build (each row's vector projected, then chunks encoded and sealed on every core) is the larger part"
+		}
+		m.p("building the arena %s ms: %s.", ms(c.Build), larger)
 		m.p("")
 	}
 	if t := r.Throughput; t != nil && t.Recall.Rate == 0 && len(t.Tried) > 0 {

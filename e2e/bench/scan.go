@@ -43,6 +43,10 @@ type ScanSide struct {
 	Build        time.Duration
 }
 
+// catchUpBatch is how many items the scan section adds to its arenas at a
+// time while it grows them through its sizes.
+const catchUpBatch = 4096
+
 // V3Ratio is the dense version's scan p50 over v1's (0 without it).
 func (s ScanResult) V3Ratio() float64 {
 	if s.V3 == nil || s.Scan.P50 <= 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/importer/locomo"
 )
 
-const benchUsage = "bench [all|proxy|pipeline|cost|capture|scan|coldstart|throughput|recall] [--mode full|quick|smoke] [--out FILE] [--locomo FILE] [--sizes 10k,250k,1M] [--cpuprofile FILE]"
+const benchUsage = "bench [all|proxy|pipeline|cost|capture|scan|coldstart|throughput|recall] [--mode full|quick|smoke] [--out FILE] [--locomo FILE] [--sizes 10k,250k,1M] [--dense-sizes 250k] [--cpuprofile FILE]"
 
 // benchParts maps `perpetuity-bench bench SUB` to the sections it runs.
 func benchParts() map[string][]string {
@@ -47,6 +47,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	out := fs.String("out", "", "write the markdown to FILE instead of standard output")
 	locomoFile := fs.String("locomo", "", "LoCoMo file for the recall section (skipped when empty)")
 	sizes := fs.String("sizes", "", "tenant sizes for the pipeline, cold start and throughput, e.g. 10k,250k,1M")
+	denseSizes := fs.String("dense-sizes", "", "sizes of --sizes at which a second tenant on dictionary v3 is measured too (memory path, cold start), e.g. 250k")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run (load tool, server and fake provider share the process)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -77,6 +78,11 @@ func runBench(ctx context.Context, e env, args []string) error {
 		}
 		if !contains(cfg.Sizes, cfg.ThroughputSize) {
 			cfg.ThroughputSize = cfg.Sizes[len(cfg.Sizes)-1]
+		}
+	}
+	if *denseSizes != "" {
+		if cfg.DenseSizes, err = parseSizes(*denseSizes); err != nil {
+			return usageError("--dense-sizes: " + err.Error())
 		}
 	}
 	u, err := databaseURL(ctx, e)

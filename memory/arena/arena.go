@@ -158,30 +158,45 @@ func (a *Arena) Add(items ...Item) {
 }
 
 func (a *Arena) add(items []Item) {
+	if len(items) >= parallelAddMin && a.opts.Workers > 1 {
+		a.addParallel(items)
+		return
+	}
 	for i := range items {
 		it := &items[i]
 		terms, freqs, length := canonical(*it)
-		cs := a.users[it.User]
-		var c *chunk
-		if k := len(cs); k > 0 && cs[k-1].n() < a.opts.ChunkItems {
-			c = cs[k-1]
-		} else {
-			c = newChunk(len(a.chunks), it.User, a.opts.Dims, len(cs)*a.opts.ChunkItems)
-			a.chunks = append(a.chunks, c)
-			a.users[it.User] = append(cs, c)
-		}
+		c := a.chunkFor(it.User, nil)
 		c.add(it, terms, freqs, length, a.rot)
 		if c.n() == a.opts.ChunkItems {
 			c.seal()
 		}
-		for _, t := range terms {
-			a.dfAdd(t, 1)
-		}
-		a.n++
-		a.totalLen += uint64(length)
-		a.postings += len(terms)
-		a.watermark = max(a.watermark, it.Seq)
+		a.counted(it, terms, length)
 	}
+}
+
+// chunkFor is the chunk user's next item goes into, its open chunk or a
+// new one; pending (nil: none) counts the items already bound for a chunk
+// but not yet in it.
+func (a *Arena) chunkFor(user int64, pending map[*chunk]int) *chunk {
+	cs := a.users[user]
+	if k := len(cs); k > 0 && cs[k-1].n()+pending[cs[k-1]] < a.opts.ChunkItems {
+		return cs[k-1]
+	}
+	c := newChunk(len(a.chunks), user, a.opts.Dims, len(cs)*a.opts.ChunkItems)
+	a.chunks = append(a.chunks, c)
+	a.users[user] = append(cs, c)
+	return c
+}
+
+// counted adds an item's terms and length to the arena's statistics.
+func (a *Arena) counted(it *Item, terms []TermID, length uint32) {
+	for _, t := range terms {
+		a.dfAdd(t, 1)
+	}
+	a.n++
+	a.totalLen += uint64(length)
+	a.postings += len(terms)
+	a.watermark = max(a.watermark, it.Seq)
 }
 
 func (a *Arena) dfAdd(t TermID, d int) {

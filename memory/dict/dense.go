@@ -62,18 +62,26 @@ func encodeRaw(x []float64) []byte {
 
 // DecodeRaw reads a raw row back as floats (scale×q).
 func (v *Vectors) DecodeRaw(b []byte) ([]float64, error) {
+	out := make([]float64, v.Dims)
+	if err := v.decodeRawInto(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decodeRawInto is DecodeRaw into out (v.Dims long).
+func (v *Vectors) decodeRawInto(b []byte, out []float64) error {
 	if len(b) != 4+v.Dims {
-		return nil, fmt.Errorf("dense row: %d bytes, want %d", len(b), 4+v.Dims)
+		return fmt.Errorf("dense row: %d bytes, want %d", len(b), 4+v.Dims)
 	}
 	scale := float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
 	if !(scale > 0) || math.IsInf(scale, 0) {
-		return nil, errors.New("dense row: scale is not a positive number")
+		return errors.New("dense row: scale is not a positive number")
 	}
-	out := make([]float64, v.Dims)
 	for d := range out {
 		out[d] = scale * float64(int8(b[4+d]))
 	}
-	return out, nil
+	return nil
 }
 
 // DictionaryComponent is the fallback common direction of a tenant with too
@@ -215,11 +223,15 @@ func NewSpace(v *Vectors, component []byte) (*Space, error) {
 // component at ±127, and the inverse length of the int8 vector (so that
 // dot(q_a, q_b)·inv_a·inv_b is the cosine). A zero vector gives nil.
 func (s *Space) Unit(raw []float64) ([]int8, float32) {
+	return s.unit(raw, make([]float64, len(raw)))
+}
+
+// unit is Unit with x (len(raw) long) as its scratch.
+func (s *Space) unit(raw, x []float64) ([]int8, float32) {
 	p := 0.0
 	for i, c := range raw {
 		p += c * s.U[i]
 	}
-	x := make([]float64, len(raw))
 	top := 0.0
 	for i, c := range raw {
 		x[i] = c - p*s.U[i]
@@ -245,13 +257,25 @@ func (s *Space) Row(b []byte) ([]int8, float32, error) {
 	if len(b) == 0 {
 		return nil, 0, nil
 	}
-	raw, err := s.V.DecodeRaw(b)
-	if err != nil {
+	// A cold load converts every row of the tenant: its two float vectors
+	// live on the stack, and only the result is allocated.
+	var buf [2 * rowStackDims]float64
+	var raw, x []float64
+	if d := s.V.Dims; d <= rowStackDims {
+		raw, x = buf[:d], buf[rowStackDims:rowStackDims+d]
+	} else {
+		raw, x = make([]float64, d), make([]float64, d)
+	}
+	if err := s.V.decodeRawInto(b, raw); err != nil {
 		return nil, 0, err
 	}
-	q, inv := s.Unit(raw)
+	q, inv := s.unit(raw, x)
 	return q, inv, nil
 }
+
+// rowStackDims is the widest vector Row converts without allocating its
+// scratch (the shipped vectors have 100 dimensions).
+const rowStackDims = 128
 
 // Query is the query-side vector of a question's stored tokens, computed
 // exactly as a row's (RawDense, then Unit), so a question and a turn with

@@ -107,7 +107,8 @@ func queueCatchUp(b *pgx.Batch, tenantID, watermark int64, dictVersion int, cu *
 		return err
 	})
 	b.Queue(catchUpItemSQL, tenantID, watermark, dictVersion).Query(func(rows pgx.Rows) (err error) {
-		cu.Items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ArenaItem])
+		var d rowDecoder
+		cu.Items, err = pgx.CollectRows(rows, d.row)
 		if err == nil && done != nil {
 			done(*cu)
 		}

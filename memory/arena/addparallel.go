@@ -1,0 +1,66 @@
+package arena
+
+import "sync"
+
+// parallelAddMin is the batch from which Add builds chunks on several
+// cores: a cold load adds a whole tenant (a million items at 1M), and each
+// item's encoding, binary code and, at a chunk's end, its postings or
+// document frequencies cost as much as reading the item from PostgreSQL.
+// A capture's catch-up adds a few items and stays on one goroutine.
+const parallelAddMin = 2048
+
+// addParallel is add for a large batch, with the same result: items are
+// bound to chunks in order on one goroutine (so chunks are created, and
+// numbered, as add would), each chunk then takes its items in order on a
+// worker (chunks share nothing), and the arena's statistics are counted
+// in order at the end.
+func (a *Arena) addParallel(items []Item) {
+	type work struct {
+		c     *chunk
+		items []int
+	}
+	var jobs []*work
+	byChunk := map[*chunk]*work{}
+	pending := map[*chunk]int{}
+	for i := range items {
+		c := a.chunkFor(items[i].User, pending)
+		pending[c]++
+		w := byChunk[c]
+		if w == nil {
+			w = &work{c: c}
+			byChunk[c] = w
+			jobs = append(jobs, w)
+		}
+		w.items = append(w.items, i)
+	}
+	type canon struct {
+		terms  []TermID
+		length uint32
+	}
+	done := make([]canon, len(items))
+	next := make(chan *work)
+	var wg sync.WaitGroup
+	for range min(a.opts.Workers, len(jobs)) {
+		wg.Go(func() {
+			for w := range next {
+				for _, i := range w.items {
+					it := &items[i]
+					terms, freqs, length := canonical(*it)
+					w.c.add(it, terms, freqs, length, a.rot)
+					if w.c.n() == a.opts.ChunkItems {
+						w.c.seal()
+					}
+					done[i] = canon{terms, length}
+				}
+			}
+		})
+	}
+	for _, w := range jobs {
+		next <- w
+	}
+	close(next)
+	wg.Wait()
+	for i := range items {
+		a.counted(&items[i], done[i].terms, done[i].length)
+	}
+}
