@@ -1,6 +1,9 @@
 package arena
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // parallelAddMin is the batch from which Add builds chunks on several
 // cores: a cold load adds a whole tenant (a million items at 1M), and each
@@ -43,6 +46,7 @@ func (a *Arena) addParallel(items []Item) {
 	for range min(a.opts.Workers, len(jobs)) {
 		wg.Go(func() {
 			for w := range next {
+				w.c.reserve(len(w.items))
 				for _, i := range w.items {
 					it := &items[i]
 					terms, freqs, length := canonical(*it)
@@ -62,5 +66,30 @@ func (a *Arena) addParallel(items []Item) {
 	wg.Wait()
 	for i := range items {
 		a.counted(&items[i], done[i].terms, done[i].length)
+	}
+}
+
+// reserve makes room for n more items in the chunk's columns, so a large
+// Add appends without growing them step by step and a sealing chunk whose
+// columns are exactly full has nothing to trim. The encoded terms, of
+// unknown size, still grow as they go.
+func (c *chunk) reserve(n int) {
+	c.ids = slices.Grow(c.ids, n)
+	c.seqs = slices.Grow(c.seqs, n)
+	c.convs = slices.Grow(c.convs, n)
+	c.born = slices.Grow(c.born, n)
+	c.taus = slices.Grow(c.taus, n)
+	c.toks = slices.Grow(c.toks, n)
+	c.lens = slices.Grow(c.lens, n)
+	c.tfmax = slices.Grow(c.tfmax, n)
+	c.offs = slices.Grow(c.offs, n)
+	for w := range c.sig {
+		c.sig[w] = slices.Grow(c.sig[w], n)
+	}
+	if c.dims > 0 {
+		c.dense = slices.Grow(c.dense, n*c.dims)
+		c.dinv = slices.Grow(c.dinv, n)
+		c.code = slices.Grow(c.code, n*codeWords)
+		c.dw = slices.Grow(c.dw, n)
 	}
 }

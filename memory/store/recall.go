@@ -94,6 +94,9 @@ func (db *DB) ReadCatchUp(ctx context.Context, tenantID, watermark int64, dictVe
 	return cu, nil
 }
 
+// maxItemsHint caps the rows a catch-up allocates for before reading them.
+const maxItemsHint = 1 << 22
+
 // queueCatchUp adds a catch-up's statements to a snapshot's batch; done,
 // when set (a catch-up from a watermark: a cold load's component comes
 // later), gets the catch-up as soon as its rows are read, before the
@@ -107,8 +110,12 @@ func queueCatchUp(b *pgx.Batch, tenantID, watermark int64, dictVersion int, cu *
 		return err
 	})
 	b.Queue(catchUpItemSQL, tenantID, watermark, dictVersion).Query(func(rows pgx.Rows) (err error) {
+		// The head, read just before in the same snapshot, bounds how many
+		// items there are: a cold load of a million rows is not grown by
+		// doubling.
 		var d rowDecoder
-		cu.Items, err = pgx.CollectRows(rows, d.row)
+		hint := min(max(cu.Head.Seq-watermark, 0), maxItemsHint)
+		cu.Items, err = pgx.AppendRows(make([]ArenaItem, 0, hint), rows, d.row)
 		if err == nil && done != nil {
 			done(*cu)
 		}
