@@ -80,7 +80,7 @@ func (d *chunkDF) extend(c *chunk) *chunkDF {
 		terms, freqs = decodeTerms(c.terms(i), terms[:0], freqs[:0])
 		fresh = append(fresh, terms...)
 	}
-	slices.Sort(fresh)
+	sortTerms(fresh)
 	out := &chunkDF{items: c.n(), terms: make([]TermID, 0, len(oldT)+len(fresh)), counts: make([]uint16, 0, len(oldT)+len(fresh))}
 	i := 0
 	for k := 0; k < len(fresh); {
