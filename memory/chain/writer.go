@@ -149,6 +149,14 @@ func (w *Writer) Run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			if errors.Is(err, store.ErrNotFound) {
+				// The tenant has no head: it was deleted. There is nothing
+				// to link, and retrying would log a failure every minute
+				// for as long as the process runs.
+				w.Forget(id)
+				delete(backoff, id)
+				continue
+			}
 			if w.errs != nil {
 				w.errs(err)
 			}

@@ -516,6 +516,37 @@ func TestRunCatchesUpKickedTenants(t *testing.T) {
 	}
 }
 
+// TestRunForgetsADeletedTenant: a tenant deleted while the writer holds it
+// is let go, not retried (and reported as failing) for ever.
+func TestRunForgetsADeletedTenant(t *testing.T) {
+	t.Parallel()
+	s := newScene(t)
+	s.talk(t, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var failed []error
+	w := chain.NewWriter(s.db, fakeLex{}, rules, func(err error) { mu.Lock(); failed = append(failed, err); mu.Unlock() })
+	if err := w.CatchUp(ctx, s.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.DeleteTenant(ctx, s.id); err != nil {
+		t.Fatal(err)
+	}
+	go w.Run(ctx)
+	w.Kick(s.id)
+	// Past one poll: a tenant still held would be tried again by then.
+	time.Sleep(pollWait)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) != 0 {
+		t.Fatalf("catch-up failures for a deleted tenant: %v", failed)
+	}
+}
+
+// pollWait outlasts the writer's poll (3 s) and first retry (1 s).
+const pollWait = 4 * time.Second
+
 // TestWriterRefusesWatermarkPastHead: a watermark past the tenant head
 // (a corrupt graph) is an error, not a graph silently short of edges.
 func TestWriterRefusesWatermarkPastHead(t *testing.T) {
