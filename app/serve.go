@@ -69,6 +69,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	gctx, stopGraph := context.WithCancel(ctx)
 	defer stopGraph()
 	go graph.Run(gctx)
+	go sweepInspections(gctx, db, cfg.Shard, cfg.InspectRetention, log)
 	px := proxy.New(proxy.Config{
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams, ToolRounds: cfg.ToolRounds,
