@@ -324,6 +324,9 @@ type Accounts struct {
 	Rows      []AccountRow
 	Invites   []InviteRow
 	InviteURL string // the link just created, shown once
+	// InviteSpent is the address of an invitation whose link was shown
+	// already, when its page is opened again.
+	InviteSpent string
 	Reset     *ResetReveal
 	Error     string
 }

@@ -217,8 +217,33 @@ func (c *Console) invite(ec echo.Context, s *session) error {
 		v.Error = problem
 		return c.render(ec, status, templates.AccountsPage(c.page(ec, s, "Accounts", "accounts"), v))
 	}
-	v.InviteURL = c.cfg.PublicURL + "/invite/" + token
-	return c.render(ec, http.StatusCreated, templates.AccountsPage(c.page(ec, s, "Accounts", "accounts"), v))
+	// Post/redirect/get: a reload of the page that shows the link neither
+	// invites again nor shows the link again.
+	id, err := c.putReveal(ec, s.TenantID, store.RevealInvite, c.cfg.PublicURL+"/invite/"+token, map[string]string{"email": email})
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	return redirectToReveal(ec, invitedPrefix, id)
+}
+
+const invitedPrefix = "/console/accounts/invited/"
+
+// invited is the page invite redirects to: the accounts page with the new
+// invitation's link, the first time; saying that it was shown, ever after.
+func (c *Console) invited(ec echo.Context, s *session) error {
+	r, err := c.takeReveal(ec, s.TenantID, store.RevealInvite)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	v, err := c.accountsView(ec.Request().Context(), s)
+	if err != nil {
+		return c.internal(ec, err)
+	}
+	v.InviteURL = r.Secret
+	if r.Secret == "" && r.About != nil {
+		v.InviteSpent = r.About["email"]
+	}
+	return c.render(ec, http.StatusOK, templates.AccountsPage(c.page(ec, s, "Accounts", "accounts"), v))
 }
 
 // targetAccount parses :id and refuses the signed-in account itself: an

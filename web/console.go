@@ -249,6 +249,7 @@ func (c *Console) routes() []route {
 		{http.MethodPost, "/console/items/:id/redact", t(c.redactItem)},
 		{http.MethodGet, "/console/accounts", t(c.accounts)},
 		{http.MethodPost, "/console/accounts/invite", t(c.invite)},
+		{http.MethodGet, invitedPrefix + ":id", t(c.invited)},
 		{http.MethodPost, "/console/accounts/:id/role", t(c.setRole)},
 		{http.MethodPost, "/console/accounts/:id/disable", t(c.disable)},
 		{http.MethodPost, "/console/accounts/:id/enable", t(c.enable)},

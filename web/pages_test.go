@@ -105,13 +105,31 @@ func TestInvitationWorksOnce(t *testing.T) {
 	srv := webtest.Start(t, webtest.Options{})
 	tm := signUpTeam(t, srv, "Invites")
 	tm.admin.Get("/console/accounts")
-	p := tm.admin.Post("/console/accounts/invite", url.Values{"email": {"new@example.com"}, "role": {"tenant_admin"}})
-	if p.Status != http.StatusCreated {
-		t.Fatalf("invite: %d", p.Status)
+	posted := tm.admin.Post("/console/accounts/invite", url.Values{"email": {"new@example.com"}, "role": {"tenant_admin"}})
+	if posted.Status != http.StatusSeeOther || !strings.HasPrefix(posted.Location(), "/console/accounts/invited/") {
+		t.Fatalf("invite: %d to %q", posted.Status, posted.Location())
 	}
+	// Another session of the same team, on the page the form sent the
+	// admin to, sees no link.
+	second := srv.NewClient(t)
+	second.MustSignIn(tm.email, password)
+	if g := second.Get(posted.Location()); g.Status != http.StatusOK || g.TestID("invite-url").Length() != 0 {
+		t.Fatalf("another session on the invitation's page: %d, link shown %v", g.Status, g.TestID("invite-url").Length() != 0)
+	}
+	p := tm.admin.Get(posted.Location())
 	u, _ := url.Parse(strings.TrimSpace(p.TestID("invite-url").Text()))
+	if !strings.HasPrefix(u.Path, "/invite/") {
+		t.Fatalf("invitation link %q", u.Path)
+	}
+	// A reload of that page shows the link no more and invites nobody
+	// again; the accounts page never shows it.
+	reload := tm.admin.Get(posted.Location())
+	if reload.Status != http.StatusOK || strings.Contains(reload.Body, u.Path) || reload.TestID("invite-shown-once").Length() != 1 ||
+		!strings.Contains(reload.TestID("invite-shown-once").Text(), "new@example.com") {
+		t.Fatalf("reload of the invitation's page: %d, shown-once %d", reload.Status, reload.TestID("invite-shown-once").Length())
+	}
 	if again := tm.admin.Get("/console/accounts"); strings.Contains(again.Body, u.Path) || again.TestID("invite-row").Length() != 1 {
-		t.Fatal("invitation link shown again, or the invitation is not listed")
+		t.Fatal("invitation link shown again, or the invitation is not listed once")
 	}
 	cl := srv.NewClient(t)
 	if g := cl.Get(u.Path); g.TestID("invite-email").AttrOr("value", "") != "new@example.com" {

@@ -19,6 +19,7 @@ const (
 	RevealWelcome = "welcome" // a new team's first key, on the welcome page
 	RevealKey     = "key"     // a key made on the keys page
 	RevealReset   = "reset"   // a password reset link a platform admin issued
+	RevealInvite  = "invite"  // an invitation link, on the accounts page
 )
 
 // Reveal is a waiting secret. Sealed is nil once it has been shown.

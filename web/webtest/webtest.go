@@ -176,6 +176,17 @@ func (c *Client) Post(path string, form url.Values) *Page {
 	return c.Do(http.MethodPost, path, strings.NewReader(form.Encode()), h)
 }
 
+// PostFollow posts form and, when the answer is a 303 (post/redirect/get),
+// gets the page it points to, as a browser does.
+func (c *Client) PostFollow(path string, form url.Values) *Page {
+	c.t.Helper()
+	p := c.Post(path, form)
+	if p.Status == http.StatusSeeOther {
+		return c.Get(p.Location())
+	}
+	return p
+}
+
 // Cookie is the value of the named cookie the client holds for the server.
 func (c *Client) Cookie(name string) string {
 	u, _ := url.Parse(c.Base)
