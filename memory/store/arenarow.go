@@ -16,28 +16,40 @@ import (
 // many rows share one allocation (a slab), which the arena copies out of
 // and the collector frees in one piece.
 
-// slabLen is how many array elements one slab holds.
-const slabLen = 1 << 16
+// A decoder's first slab holds slabFirst elements and each next one twice
+// the last, up to slabMax: a frame's catch-up reads a row or two and must
+// not allocate for a million.
+const (
+	slabFirst = 256
+	slabMax   = 1 << 16
+)
+
+// slab is where a decoder carves one kind of array from.
+type slab[T any] struct {
+	free []T
+	next int // the length of the next slab
+}
+
+// carve returns n elements, taking a new slab when the free part is short.
+func (s *slab[T]) carve(n int) []T {
+	if n > len(s.free) {
+		s.next = min(max(2*s.next, slabFirst), slabMax)
+		s.free = make([]T, max(n, s.next))
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	return out
+}
 
 // rowDecoder decodes catch-up rows, carving their arrays out of slabs.
 type rowDecoder struct {
-	terms []int32
-	freqs []int16
-	dense []byte
+	terms slab[int32]
+	freqs slab[int16]
+	dense slab[byte]
 	// checked: the result's columns were looked at; generic: some came
 	// as text (a connection in simple-protocol mode, as behind a pooler
 	// in statement mode), so pgx's own scan decodes them.
 	checked, generic bool
-}
-
-// carve returns n elements of *slab, taking a new slab when it is short.
-func carve[T any](slab *[]T, n int) []T {
-	if n > len(*slab) {
-		*slab = make([]T, max(n, slabLen))
-	}
-	out := (*slab)[:n:n]
-	*slab = (*slab)[n:]
-	return out
 }
 
 var errRowShape = errors.New("catch-up row: unexpected shape")
@@ -82,7 +94,7 @@ func (d *rowDecoder) row(r pgx.CollectableRow) (ArenaItem, error) {
 		return ArenaItem{}, err
 	}
 	if v[10] != nil { // NULL: a row without a vector
-		it.Dense = carve(&d.dense, len(v[10]))
+		it.Dense = d.dense.carve(len(v[10]))
 		copy(it.Dense, v[10])
 	}
 	return it, nil
@@ -108,7 +120,7 @@ func int4At(b []byte) (int32, error) {
 // elements are size bytes wide. NULL and an empty array both give nil, as
 // pgx does for a NULL (an empty array gives an empty slice there: no caller
 // tells them apart).
-func arrayOf[T any](b []byte, size int, slab *[]T, elem func([]byte) T) ([]T, error) {
+func arrayOf[T any](b []byte, size int, slab *slab[T], elem func([]byte) T) ([]T, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -127,7 +139,7 @@ func arrayOf[T any](b []byte, size int, slab *[]T, elem func([]byte) T) ([]T, er
 	if n < 0 || len(body) != n*(4+size) {
 		return nil, fmt.Errorf("%w: array of %d elements in %d bytes", errRowShape, n, len(body))
 	}
-	out := carve(slab, n)
+	out := slab.carve(n)
 	for i := range out {
 		e := body[i*(4+size):]
 		if int32(binary.BigEndian.Uint32(e)) != int32(size) { // -1 is a NULL element

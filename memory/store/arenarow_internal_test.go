@@ -99,8 +99,8 @@ func TestArrayOfRefusesOddShapes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var slab []int32
-			if _, err := arrayOf(tc.b, 4, &slab, func(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }); err == nil {
+			var sl slab[int32]
+			if _, err := arrayOf(tc.b, 4, &sl, func(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }); err == nil {
 				t.Error("no error")
 			}
 		})
@@ -113,8 +113,8 @@ func FuzzArrayOf(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 23})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var slab []int32
-		got, err := arrayOf(b, 4, &slab, func(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) })
+		var sl slab[int32]
+		got, err := arrayOf(b, 4, &sl, func(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) })
 		if err != nil || len(got) == 0 {
 			return
 		}
@@ -125,4 +125,32 @@ func FuzzArrayOf(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSlabGrows: a decoder's slabs start small (a frame's catch-up reads a
+// row or two) and double up to slabMax, and carved arrays never overlap.
+func TestSlabGrows(t *testing.T) {
+	t.Parallel()
+	var s slab[int32]
+	var lens []int
+	var prev []int32
+	for i := range 2000 {
+		a := s.carve(50)
+		if cap(a) != 50 {
+			t.Fatalf("carve %d: capacity %d", i, cap(a))
+		}
+		for j := range a {
+			a[j] = int32(i)
+		}
+		if prev != nil && prev[0] != int32(i-1) {
+			t.Fatal("a carved array was overwritten")
+		}
+		prev = a
+		if s.next != 0 && (len(lens) == 0 || lens[len(lens)-1] != s.next) {
+			lens = append(lens, s.next)
+		}
+	}
+	if lens[0] != slabFirst || lens[len(lens)-1] != slabMax {
+		t.Errorf("slab lengths %v, want %d doubling to %d", lens, slabFirst, slabMax)
+	}
 }
