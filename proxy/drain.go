@@ -26,6 +26,13 @@ func drainCut() *APIError {
 		Message: "the server is restarting and could not finish this reply in its drain time; the part sent was stored as interrupted, please retry"}
 }
 
+// drainCutUnsent is what a request cut before its answer began answers:
+// nothing of a reply was made, so nothing was stored as interrupted.
+func drainCutUnsent() *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded, RetryAfter: "1",
+		Message: "the server is restarting and cut this request before it was answered, please retry"}
+}
+
 // cuttable gives a proxied request a context that also ends when the
 // proxy cuts its requests (Cut), and counts it in flight until done.
 // The upstream call is made on this context, so a cut stops the

@@ -117,3 +117,34 @@ func TestCutEndsInTheDialectsError(t *testing.T) {
 		})
 	}
 }
+
+// TestCutBeforeForwarding: a request the drain cuts before it reached the
+// provider is told the server is restarting (a 503 in its dialect, retry
+// in a second) and counted as cut, not as memory failing or as finished.
+func TestCutBeforeForwarding(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, path, body, header, kind string
+	}{
+		{"anthropic", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"tell me a story"}]}`,
+			"x-api-key: sk-ant-k", `"overloaded_error"`},
+		{"openai", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"tell me a story"}]}`,
+			"Authorization: Bearer sk-proj-k", `"error"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tp := newTestProxy(t)
+			tp.px.Cut() // a request arriving after the cut is cut at once
+			status, h, body := tp.post(c.path, c.body, c.header)
+			if status != 503 || h.Get("Retry-After") != "1" || !strings.Contains(body, "restarting") || !strings.Contains(body, c.kind) {
+				t.Fatalf("answer %d (Retry-After %q) %s, want a 503 saying the server is restarting", status, h.Get("Retry-After"), body)
+			}
+			if n := len(tp.openai.Requests()) + len(tp.anthropic.Requests()); n != 0 {
+				t.Fatalf("the provider got %d requests", n)
+			}
+			if n := tp.px.Counts(); n != (DrainCounts{InFlight: 0, Finished: 0, Cut: 1}) {
+				t.Fatalf("counts %+v, want one cut", n)
+			}
+		})
+	}
+}

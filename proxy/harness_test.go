@@ -155,12 +155,15 @@ func (m *fakeMemory) Capture(_ context.Context, msg memory.Message) (store.Captu
 	return store.Captured{MessageID: int64(len(m.msgs)), ItemIDs: []int64{int64(len(m.msgs))}}, nil
 }
 
-func (m *fakeMemory) Frame(_ context.Context, q memory.FrameQuery) (memory.Frame, error) {
+func (m *fakeMemory) Frame(ctx context.Context, q memory.FrameQuery) (memory.Frame, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastQuery = q
 	if m.frameErr != nil {
 		return memory.Frame{}, m.frameErr
+	}
+	if err := ctx.Err(); err != nil { // as the engine's reads fail
+		return memory.Frame{}, err
 	}
 	turns := append([]memory.Turn(nil), m.recall...)
 	for _, msg := range m.msgs {

@@ -81,11 +81,19 @@ type turn struct {
 }
 
 func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(c echo.Context) (err error) {
 		c.Set(dialectKey, d)
 		ctx, done := p.cuttable(c)
 		cut := false
-		defer func() { done(cut) }()
+		defer func() {
+			// Cut before anything went out (a read of memory, or the
+			// provider's answer not begun): the caller is told the server
+			// is restarting, not that memory failed.
+			if err != nil && !cut && wasCut(ctx) && !c.Response().Committed {
+				cut, err = true, drainCutUnsent()
+			}
+			done(cut)
+		}()
 		req := c.Request()
 		t := &turn{start: time.Now()}
 		t.rid, _ = c.Get("perpetuity.request_id").(string)
