@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -53,6 +54,9 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	if r.space != nil { // dense.go: a hybrid scan under a version with vectors
 		denseQueryOf(r.space, e.meaningTokens(qtext, toks), toks, &aq)
 	}
+	if aq.Dense != nil {
+		aq.K = max(aq.K, smoothPool) // smoothHits keeps Candidates of them
+	}
 	var hits []arena.Hit
 	if len(terms) > 0 || aq.Dense != nil {
 		workers, release, err := e.admit(ctx, q.TenantID)
@@ -73,9 +77,10 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		e.observer().Duration("scan", time.Since(scan))
 	}
 	var around map[int64]neighbors
+	var joined map[int64]bool
 	nbHits := e.opt.Context.Hits
 	if aq.Dense != nil {
-		hits, around = smoothHits(r.arena, hits)
+		hits, around, joined = smoothHits(r.arena, hits, e.opt.Candidates, q.LiveItems)
 		nbHits = e.opt.Context.DenseHits
 	}
 	got := <-inputs
@@ -95,7 +100,7 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	}
 	nbs := neighborsOf(r.arena, hits, nbHits, around)
 	chs := e.chainOf(q.TenantID, q.UserID, hits, e.opt.Context.ChainHits, e.opt.Context.ChainPer)
-	cands := e.candidates(q, hits, nbs, chs, in)
+	cands := e.candidates(q, hits, joined, nbs, chs, in)
 	render := time.Now()
 	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), in.Labels, budget)
 	if err != nil {
@@ -161,48 +166,91 @@ func neighborsOf(a *arena.Arena, hits []arena.Hit, n int, known map[int64]neighb
 	return out
 }
 
-// smoothing is how much of its best conversation neighbour's score a match
-// of a hybrid scan gains, when that neighbour matched too. A turn rarely
-// says all of what it is about; the exchange around it does ("we went
-// camping" / "the kids loved the marshmallows"), and a turn whose neighbour
-// also matches is likelier part of what the question asks about than one
-// that stands alone. Tuned offline on the development set (0.2, 0.3, 0.5:
-// 0.3 best at 2000 and 4000 tokens on each sample).
+// smoothing is how much of its best conversation neighbour's score a turn
+// of a hybrid scan gains, when that neighbour matched. A turn rarely says
+// all of what it is about; the exchange around it does ("we went camping" /
+// "the kids loved the marshmallows"), and a turn whose neighbour also
+// matches is likelier part of what the question asks about than one that
+// stands alone. Tuned offline on the development set (0.2, 0.3, 0.5: 0.3
+// best at 2000 and 4000 tokens on each sample); with unmatched neighbours
+// joining (smoothPool), 0.5 moved the samples both ways.
 const smoothing = 0.3
 
-// smoothHits adds to each match smoothing times the better positive score
-// of its conversation neighbours among the matches, reranks, and returns
-// the neighbours it looked up. Only matches are read: their scores come
-// with the scan, the arena's conversation order with Neighbors.
-func smoothHits(a *arena.Arena, hits []arena.Hit) ([]arena.Hit, map[int64]neighbors) {
-	score := make(map[int64]float32, len(hits))
-	for _, h := range hits {
-		score[h.ID] = h.Score
+// smoothPool is how many of the scan's best matches smoothing reads. The
+// turn that answers is often unmatched itself ("I bought it a year ago in
+// Paris", after "where did you get your snake?") and next to one that
+// matched well; the frame's candidates are ranked from these matches and
+// their unmatched neighbours, which score by their neighbour alone. A pool
+// wider than the candidates lets a match just below the cut rise by its
+// neighbour (development set, server frame all-evidence: 120 0.872, 200
+// 0.876, 300 and 600 the same as 200; the pool costs a 250k-item frame
+// about 0.1 ms, BenchmarkSmoothHits).
+const smoothPool = 200
+
+// smoothHits adds to each of hits (a hybrid scan's, best first) smoothing
+// times the better positive score of its conversation neighbours among
+// hits; an unmatched neighbour of a match joins with that share of its
+// score alone. It reranks (score desc, id asc), keeps the best keep, and
+// returns the neighbours it looked up and which of the kept joined so.
+// Only matches are read: their scores come with the scan, the arena's
+// conversation order with Neighbors. The excluded items (the live message,
+// which the scan left out) never join.
+func smoothHits(a *arena.Arena, hits []arena.Hit, keep int, exclude []int64) ([]arena.Hit, map[int64]neighbors, map[int64]bool) {
+	// out holds the hits, then the unmatched neighbours as they join; gain
+	// is the better positive score of an entry's matched neighbours.
+	out := make([]arena.Hit, len(hits), 2*len(hits))
+	copy(out, hits)
+	gain := make([]float32, len(hits), 2*len(hits))
+	at := make(map[int64]int, 2*len(hits))
+	for i, h := range hits {
+		at[h.ID] = i
 	}
 	around := make(map[int64]neighbors, len(hits))
-	out := make([]arena.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = h
+	for _, h := range hits {
 		p, nx, ok := a.Neighbors(h.Index, h.ID, neighborWindow)
 		if !ok {
 			continue
 		}
 		around[h.ID] = neighbors{id: h.ID, prev: p, next: nx}
-		best := float32(0)
-		for _, x := range []arena.Neighbor{p, nx} {
-			if s, ok := score[x.ID]; ok && x.ID != 0 && s > best {
-				best = s
+		if !(h.Score > 0) {
+			continue
+		}
+		for _, x := range [2]arena.Neighbor{p, nx} {
+			if x.ID == 0 {
+				continue
 			}
+			k, ok := at[x.ID]
+			if !ok {
+				if slices.Contains(exclude, x.ID) {
+					continue
+				}
+				k = len(out)
+				at[x.ID] = k
+				out = append(out, arena.Hit{ID: x.ID, Index: x.Index})
+				gain = append(gain, 0)
+			}
+			gain[k] = max(gain[k], h.Score)
 		}
-		out[i].Score += smoothing * best
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
+	for k := range out {
+		out[k].Score += smoothing * gain[k]
+	}
+	slices.SortFunc(out, func(x, y arena.Hit) int {
+		if c := cmp.Compare(y.Score, x.Score); c != 0 {
+			return c
 		}
-		return out[i].ID < out[j].ID
+		return cmp.Compare(x.ID, y.ID)
 	})
-	return out, around
+	if len(out) > keep {
+		out = out[:keep]
+	}
+	joined := map[int64]bool{}
+	for _, h := range out {
+		if at[h.ID] >= len(hits) {
+			joined[h.ID] = true
+		}
+	}
+	return out, around, joined
 }
 
 // frameInputs is the frame's store read, as it comes back from its goroutine.
@@ -217,8 +265,9 @@ const maxTauFactor = 2
 
 // candidates merges the three ways into the frame: the most recent stretch
 // of this conversation (mandatory), this turn's retrieval (reheated by rank;
-// the best few mandatory), and whatever else is still warm.
-func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs []chained, in store.FrameInputs) []cand {
+// the best few mandatory; joined are there as a match's neighbour), and
+// whatever else is still warm.
+func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]bool, nbs []neighbors, chs []chained, in store.FrameInputs) []cand {
 	by := map[int64]*cand{}
 	get := func(id int64) *cand {
 		c := by[id]
@@ -242,7 +291,11 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, nbs []neighbors, chs
 		c := get(h.ID)
 		c.rank = i
 		c.score = h.Score
-		c.why |= ReasonMatch
+		if joined[h.ID] {
+			c.why |= ReasonNeighbour
+		} else {
+			c.why |= ReasonMatch
+		}
 		if p := RankPeak(i); p > c.heat {
 			c.heat = p
 		}

@@ -43,7 +43,7 @@ const (
 // examples, not with the turns a question needs.
 var evalTools = []string{memory.ToolReopen, memory.ToolSearch, memory.ToolChain}
 
-const evalUsage = "eval locomo [--json] [--dict V] [--pool N] [--samples N] [--questions N] [--concurrency N] [--tools [--budget N]] FILE"
+const evalUsage = "eval locomo [--json] [--dict V] [--pool N] [--samples N] [--questions N] [--probes FILE] [--concurrency N] [--tools [--budget N]] FILE"
 
 // runEval is `perpetuity-bench eval locomo FILE`: the recall benchmark of
 // the bench README, self-contained. It starts the real server in-process on
@@ -70,6 +70,7 @@ func runEval(ctx context.Context, e env, args []string) error {
 	dictV := fs.Int("dict", 0, "start the scratch tenant on v1 and move it to this shipped dictionary version by the dark rollout before asking (0: start on the default new tenants get)")
 	tools := fs.Bool("tools", false, "also measure how much evidence the frame missed each memory tool reaches")
 	budget := fs.Int("budget", 2000, "frame budget of the --tools probes")
+	probesOut := fs.String("probes", "", "also write every scored probe (sample, question, category, budget, evidence, found, tokens) to this file, one JSON object a line, for per-sample and per-question comparisons")
 	poolN := fs.Int("pool", 0, "also ask from a tenant where N memory users hold memory (distractors: renamed, re-dated copies of the file's conversations) and report pooled beside alone (0: alone only)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -109,6 +110,11 @@ func runEval(ctx context.Context, e env, args []string) error {
 	scored, reach, err := evalLocomoTools(ctx, e, samples, opt)
 	if err != nil {
 		return err
+	}
+	if *probesOut != "" {
+		if err := writeProbes(*probesOut, scored); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		sum := locomo.Summarize(scored, evalCeilings)
@@ -333,7 +339,7 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 		if p.err != nil {
 			return res, fmt.Errorf("question %q of %s: upstream request: %w", p.question, p.sample, p.err)
 		}
-		scored[i] = locomo.Scored{Category: p.category, Budget: p.budget, Evidence: len(p.evidence), Found: p.found, Tokens: p.tokens}
+		scored[i] = locomo.Scored{Sample: p.sample, Question: p.question, Category: p.category, Budget: p.budget, Evidence: len(p.evidence), Found: p.found, Tokens: p.tokens}
 	}
 	reach := make([]locomo.ToolScored, len(tprobes))
 	for i := range tprobes {
@@ -377,4 +383,22 @@ func buildProbes(samples []locomo.Sample, perSample int) (probes []probe, skippe
 		}
 	}
 	return probes, skipped, dropped
+}
+
+// writeProbes writes the scored probes one JSON object a line: the summary
+// is an average, and whether a change helps each conversation or only one
+// is read from these.
+func writeProbes(path string, scored []locomo.Scored) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, s := range scored {
+		if err := enc.Encode(s); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return f.Close()
 }

@@ -92,6 +92,58 @@ func TestEvalLocomoEndToEnd(t *testing.T) {
 	}
 }
 
+// TestEvalProbesFile: --probes writes every scored probe, one JSON object
+// a line, naming its sample and question, and the lines reproduce the
+// summary's figures.
+func TestEvalProbesFile(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dbURL := dbtest.New(t)
+	path := filepath.Join(t.TempDir(), "probes.jsonl")
+	var stdout, stderr bytes.Buffer
+	err := runEval(ctx, testEnv(map[string]string{"DATABASE_URL": dbURL}, &stdout, &stderr), []string{"locomo", "--json", "--probes", path, locomoFixture})
+	if err != nil {
+		t.Fatalf("eval: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var sum locomo.Summary
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []locomo.Scored
+	samples := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var s locomo.Scored
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if s.Sample == "" || s.Question == "" || s.Evidence == 0 || s.Found > s.Evidence {
+			t.Errorf("probe %+v", s)
+		}
+		samples[s.Sample] = true
+		all = append(all, s)
+	}
+	// Every question with evidence (eight of categories 1-4, one of 5),
+	// once with the server's frame and once per ceiling.
+	if want := 9 * (1 + len(evalCeilings)); len(all) != want {
+		t.Errorf("%d probes, want %d", len(all), want)
+	}
+	if len(samples) != 2 {
+		t.Errorf("samples %v, want both of the fixture's", samples)
+	}
+	got := locomo.Summarize(all, evalCeilings).Overall
+	got.Questions = 0 // not in the JSON
+	if got != sum.Overall {
+		t.Errorf("the lines summarize to %+v, the eval printed %+v", got, sum.Overall)
+	}
+}
+
 // TestEvalLocomoTools: with --tools each memory tool is probed through the
 // real tool loop; at a budget too small for the whole fixture the frame
 // misses evidence, and memory_reopen brings a trimmed evidence turn back.

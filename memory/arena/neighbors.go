@@ -4,6 +4,9 @@ package arena
 type Neighbor struct {
 	ID     int64 // 0: none found
 	Tokens uint32
+	// Index is the neighbour's Hit.Index, for a caller that ranks it beside
+	// the hits.
+	Index int
 }
 
 // Neighbors returns the items just before and after the item at index (the
@@ -35,9 +38,9 @@ func (a *Arena) Neighbors(index int, id int64, window int) (prev, next Neighbor,
 		}
 		switch x := c.ids[i]; {
 		case x < id && x > prev.ID:
-			prev = Neighbor{ID: x, Tokens: c.toks[i]}
+			prev = Neighbor{ID: x, Tokens: c.toks[i], Index: handle(c.slot, i)}
 		case x > id && (next.ID == 0 || x < next.ID):
-			next = Neighbor{ID: x, Tokens: c.toks[i]}
+			next = Neighbor{ID: x, Tokens: c.toks[i], Index: handle(c.slot, i)}
 		}
 	}
 	// Backwards, then forwards, across chunk boundaries.

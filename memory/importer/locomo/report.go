@@ -13,11 +13,13 @@ import (
 // Scored is one question asked under one frame budget (0: the frame the
 // server chose) and scored with ScoreRequest.
 type Scored struct {
-	Category int
-	Budget   int
-	Evidence int // evidence turns of the question
-	Found    int // of them, in the frame
-	Tokens   int // model tokens of the upstream messages
+	Sample   string `json:"sample"`
+	Question string `json:"question"`
+	Category int    `json:"category"`
+	Budget   int    `json:"budget"`
+	Evidence int    `json:"evidence"` // evidence turns of the question
+	Found    int    `json:"found"`    // of them, in the frame
+	Tokens   int    `json:"tokens"`   // model tokens of the upstream messages
 }
 
 // Metrics are the bench README's figures over a set of questions.
