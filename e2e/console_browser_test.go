@@ -214,6 +214,7 @@ func grantClipboard(t *testing.T, ctx context.Context, origin string) {
 }
 
 func TestBrowserSignUpProxyMemoryHeat(t *testing.T) {
+	t.Parallel()
 	// The public URL must name the port, so the test picks one; another
 	// test may take it between the pick and the bind, so pick again then.
 	var s *server

@@ -23,6 +23,7 @@ import (
 )
 
 func TestBrowserInspector(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	a := newTab(t, headlessBrowser(t))
 	a.signUp(s.URL, "Inspect Team", "inspect@example.com")

@@ -58,6 +58,7 @@ func keyRowButton(name, button string) chromedp.Search {
 // the tenant and the key's prefix, never the key); a key's own limits are
 // edited, validated, audited, and hold from its next request.
 func TestConsoleKeyLifecycle(t *testing.T) {
+	t.Parallel()
 	s := startStoppable(t)
 	root := headlessBrowser(t)
 	a := newTab(t, root)

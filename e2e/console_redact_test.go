@@ -79,6 +79,7 @@ func providerSaw(s *server) string {
 // the tool's result, while the rest of the memory still comes along; the
 // integrity check from the command line is clean.
 func TestBrowserRedactPastedSecret(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	root := headlessBrowser(t)
 	a := newTab(t, root)

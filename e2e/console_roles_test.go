@@ -117,6 +117,7 @@ func (tb *tab) invite(base, email, role string) string {
 // usage page shows exactly those requests per user, per key and per day;
 // every memory page refuses them and no page they reach shows content.
 func TestRolesMemberKeysAndUsage(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	root := headlessBrowser(t)
 	a := newTab(t, root)
@@ -224,6 +225,7 @@ func TestRolesMemberKeysAndUsage(t *testing.T) {
 // user's page; the admin's audit log says who saw whose conversation, by
 // the user's name, and holds none of its words.
 func TestRolesReaderViewIsAudited(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	root := headlessBrowser(t)
 	a := newTab(t, root)

@@ -27,6 +27,7 @@ import (
 // shows it no more and makes nothing. A key needs a name and a memory user
 // the admin chose.
 func TestTrustKeysAreShownOnce(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	root := headlessBrowser(t)
 	a := newTab(t, root)
@@ -93,6 +94,7 @@ func TestTrustKeysAreShownOnce(t *testing.T) {
 // a platform admin's reset link, shown once, sets a new password and ends
 // the member's other sessions; the operator's link resets a platform admin.
 func TestTrustLockoutUnlockAndReset(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "PERPETUITY_TRUSTED_PROXIES=127.0.0.1")
 	root := headlessBrowser(t)
 	a := trustTab(t, root, "192.0.2.1")
@@ -212,6 +214,7 @@ func TestTrustLockoutUnlockAndReset(t *testing.T) {
 // and the key's public prefix, never the key; a SIGTERM is logged when the
 // stop begins and when it ends.
 func TestTrustLogsSayWhyAndWhenItStops(t *testing.T) {
+	t.Parallel()
 	s := startStoppable(t)
 	root := headlessBrowser(t)
 	a := newTab(t, root)
@@ -316,6 +319,7 @@ func auditTarget(name string) chromedp.Search {
 // and from where; a purge says whom and from where; the log filters by
 // action and day and pages; an admin who is signed in shows when.
 func TestTrustAuditTellsWhoSawWhat(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "PERPETUITY_TRUSTED_PROXIES=127.0.0.1")
 	root := headlessBrowser(t)
 	a := trustTab(t, root, "192.0.2.1")

@@ -114,6 +114,7 @@ func importFor(t *testing.T, s *server, tenantID int64, user, conv string, turns
 // has, marks the searched words (escaped), folds why an item matched into
 // words, and lets an admin search every user at once.
 func TestBrowserViewHeatAndMemory(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	a := newTab(t, headlessBrowser(t))
 	a.signUp(s.URL, "View Team", "view@example.com")
@@ -289,6 +290,7 @@ func platformAdmin(t *testing.T, s *server, tb *tab, email string) {
 // and ask; the action's notice shows once; the integrity report is one
 // line per check.
 func TestBrowserViewDictionariesAndIntegrity(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sayThrough(t, s, s.OpenAIBase(), "We keep the kayaks in the boathouse by the pier.", "Noted: kayaks, boathouse, pier.")
 	s.waitStored(2)
@@ -438,6 +440,7 @@ func (tb *tab) topBarOverlaps() []string {
 // than the phone; the purge box's button is a button; counts carry
 // thousands separators.
 func TestBrowserViewLayout(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	a := newTab(t, headlessBrowser(t))
 	a.signUp(s.URL, "The Remarkably Long-Named Layout Team", "a.rather.long.address@layout-example.com")
