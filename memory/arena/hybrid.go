@@ -339,11 +339,15 @@ func (h *hybridScan) twoStage(budget int) ([]Hit, int) {
 	parallelIdx(h.workers, len(h.work), func(w, i int) {
 		c, cs := h.work[i], &h.per[i]
 		buf, cutoff := bufs[w], cutoffs[w]
+		var sums [estimateBlock]int32
 		for j, b := range cs.b {
+			if j%estimateBlock == 0 {
+				tables.sums(c, j, sums[:min(estimateBlock, len(cs.b)-j)])
+			}
 			if b < 0 {
 				continue
 			}
-			score := float32(base + lw*float64(b) + dw*tables.estimate(c, j, h.qinv))
+			score := float32(base + lw*float64(b) + dw*tables.scaled(sums[j%estimateBlock], c.dw[j], h.qinv))
 			if !(score > LexicalFloor) {
 				if b <= 0 {
 					continue
