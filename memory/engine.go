@@ -139,6 +139,7 @@ type Engine struct {
 	vers    *versionCache // per tenant, the versions a capture writes rows for
 	pending *reheats      // deferred reheats, per viewer
 	gate    *scanGate     // worker slots of the scans, shared fairly by tenants
+	counts  *countCache   // token counts of rendered texts, by hash
 }
 
 // New builds an engine.
@@ -227,7 +228,7 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	return &Engine{store: st, an: an, dict: dict, opt: opt, res: res,
 		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors),
-		gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait)}
+		gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait), counts: newCountCache(countCacheEntries)}
 }
 
 // admit waits for the tenant's turn to scan and returns the workers its
