@@ -139,6 +139,7 @@ type Engine struct {
 	vers    *versionCache // per tenant, the versions a capture writes rows for
 	pending *reheats      // deferred reheats, per viewer
 	gate    *scanGate     // worker slots of the scans, shared fairly by tenants
+	counts  *countCache   // token counts of rendered texts, by hash
 }
 
 // New builds an engine.
@@ -227,7 +228,7 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	return &Engine{store: st, an: an, dict: dict, opt: opt, res: res,
 		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors),
-		gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait)}
+		gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait), counts: newCountCache(countCacheEntries)}
 }
 
 // admit waits for the tenant's turn to scan and returns the workers its
@@ -331,18 +332,34 @@ const padFirst = "(continued from earlier)"
 // providers require.
 func Alternate(in []Turn) []Turn {
 	out := make([]Turn, 0, len(in)+1)
+	// A run of one role is joined once, not concatenated turn by turn: a
+	// frame of one speaker's turns is a run of dozens (quadratic copying).
+	var run []string
+	end := func() {
+		if len(run) > 1 {
+			out[len(out)-1].Text = strings.Join(run, turnJoin)
+		}
+		run = run[:0]
+	}
 	for _, t := range in {
 		if t.Text == "" {
 			continue
 		}
 		if len(out) == 0 && t.Role != "user" {
 			out = append(out, Turn{Role: "user", Text: padFirst})
+			run = append(run, padFirst)
 		}
 		if len(out) > 0 && out[len(out)-1].Role == t.Role {
-			out[len(out)-1].Text += "\n\n" + t.Text
+			run = append(run, t.Text)
 			continue
 		}
+		end()
 		out = append(out, t)
+		run = append(run, t.Text)
 	}
+	end()
 	return out
 }
+
+// turnJoin separates the turns of one role that Alternate merges.
+const turnJoin = "\n\n"

@@ -482,12 +482,13 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 	}
 	// Counting is most of a frame's CPU; labels repeat and a re-render changes
 	// only the turns around what was dropped, so each distinct text is
-	// counted once per frame.
+	// counted once per frame, and a text an earlier frame counted is not
+	// counted again (countcache.go).
 	counted := map[string]int{}
 	count := func(s string) int {
 		n, ok := counted[s]
 		if !ok {
-			n = e.an.Count(s)
+			n = e.counts.count(s, e.an.Count)
 			counted[s] = n
 		}
 		return n

@@ -1,11 +1,12 @@
 package memory
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/perpetuity/perpetuity/memory/store"
 )
@@ -68,7 +69,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 	var conv, msg int64 = -1, -1
 	var prevStamp string
 	for _, it := range items {
-		body := unforge.Replace(it.Body)
+		body := unforged(it.Body)
 		if it.MessageID == msg {
 			turns[len(turns)-1].Text += body // the next chunk of the same message
 			continue
@@ -78,10 +79,10 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		// labels are cheap so that the budget buys memory, not brackets.
 		if st := stamp(it.BornAt, q.Now); it.ConvID != conv {
 			conv, prevStamp = it.ConvID, st
-			b.WriteString(conversationHeader(it, q.ConversationID, q.Now))
+			b.WriteString(conversationHeader(it, q.ConversationID, st))
 		} else if st != prevStamp {
 			prevStamp = st
-			b.WriteString(timeLabel(it.BornAt, q.Now))
+			b.WriteString(stampLabel(st))
 		}
 		msg = it.MessageID
 		if q.Tools {
@@ -101,11 +102,73 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		}
 		turns = append(turns, Turn{Role: "user", Text: live})
 	}
-	f := Frame{Turns: Alternate(turns), Items: len(items), Trimmed: trimmed}
-	for _, t := range f.Turns {
-		f.Tokens += count(t.Text)
-	}
+	f := Frame{Turns: Alternate(turns), Items: len(items), Trimmed: trimmed, Tokens: alternatedTokens(turns, count)}
 	return f
+}
+
+// alternatedTokens is the model tokens of Alternate(in), each merged turn
+// counted part by part where that is exact, so a re-render (fit drops an
+// item and renders again) counts only the parts that changed: count
+// memoizes each distinct text.
+//
+// A part ending in a newline and a part after it that starts with neither
+// whitespace nor '/' count apart as they do joined: the o200k pre-tokenizer
+// (memory/text/pretokenize.go) ends every piece holding a newline at the
+// first rune that is not whitespace (branches 5-7) or one of \r, \n, '/'
+// (branch 4), and no other branch reads across a newline; BPE merges stay
+// within a piece. TestAlternatedTokens holds it to counting the joined text.
+func alternatedTokens(in []Turn, count func(string) int) int {
+	n := 0
+	var run []string // the parts of the merged turn being built
+	role, started := "", false
+	end := func() {
+		if len(run) == 0 {
+			return
+		}
+		n += joinedTokens(run, count)
+		run = run[:0]
+	}
+	for _, t := range in {
+		if t.Text == "" {
+			continue
+		}
+		if !started && t.Role != "user" {
+			run, role = append(run, padFirst), "user"
+		}
+		started = true
+		if len(run) > 0 && role == t.Role {
+			run = append(run, t.Text)
+			continue
+		}
+		end()
+		run, role = append(run, t.Text), t.Role
+	}
+	end()
+	return n
+}
+
+// joinedTokens counts strings.Join(parts, turnJoin), part by part when
+// every part after the first starts where a piece must start.
+func joinedTokens(parts []string, count func(string) int) int {
+	for _, p := range parts[1:] {
+		if !startsPiece(p) {
+			return count(strings.Join(parts, turnJoin))
+		}
+	}
+	n := 0
+	for i, p := range parts {
+		if i < len(parts)-1 {
+			p += turnJoin
+		}
+		n += count(p)
+	}
+	return n
+}
+
+// startsPiece: after a newline, s begins a pre-token of its own.
+func startsPiece(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return s != "" && !unicode.IsSpace(r) && r != '/'
 }
 
 func preamble(trimmed, tools bool) string {
@@ -119,13 +182,13 @@ func preamble(trimmed, tools bool) string {
 	return s
 }
 
-// conversationHeader opens a conversation's stretch with its time; the
-// current conversation says so.
-func conversationHeader(it store.RenderItem, current int64, now time.Time) string {
+// conversationHeader opens a conversation's stretch with its time (st, the
+// stamp of its first turn); the current conversation says so.
+func conversationHeader(it store.RenderItem, current int64, st string) string {
 	if it.ConvID == current {
-		return labelOpen + "this conversation, " + stamp(it.BornAt, now) + labelClose + "\n"
+		return labelOpen + "this conversation, " + st + labelClose + "\n"
 	}
-	return timeLabel(it.BornAt, now)
+	return stampLabel(st)
 }
 
 // stamp is a date with its age; the time of day only for the last two days,
@@ -138,12 +201,26 @@ func stamp(at, now time.Time) string {
 	return at.UTC().Format(layout) + ", " + Age(at, now)
 }
 
-func timeLabel(at, now time.Time) string {
-	return labelOpen + stamp(at, now) + labelClose + "\n"
+func timeLabel(at, now time.Time) string { return stampLabel(stamp(at, now)) }
+
+func stampLabel(st string) string { return labelOpen + st + labelClose + "\n" }
+
+// unforged is s with the label brackets made plain. Both brackets start
+// with the bytes labelBytes, which almost no stored text holds: such text
+// is returned as it is without the replacer's scan.
+func unforged(s string) string {
+	if !strings.Contains(s, labelBytes) {
+		return s
+	}
+	return unforge.Replace(s)
 }
 
+// labelBytes are the first two bytes of labelOpen and labelClose (UTF-8
+// E3 80 90 and E3 80 91).
+const labelBytes = "\xe3\x80"
+
 func speakerLabel(speaker string, interrupted bool) string {
-	speaker = unforge.Replace(strings.TrimSpace(speaker))
+	speaker = unforged(strings.TrimSpace(speaker))
 	if speaker == "" {
 		speaker = "unknown"
 	}
@@ -190,5 +267,5 @@ func plural(n int, unit string) string {
 	if n == 1 {
 		return "1 " + unit
 	}
-	return fmt.Sprintf("%d %ss", n, unit)
+	return strconv.Itoa(n) + " " + unit + "s"
 }

@@ -127,25 +127,6 @@ func parallelIdx(workers, n int, fn func(w, i int)) {
 	wg.Wait()
 }
 
-// dot8 is the int8 dot product: eight at a time on re-sliced windows, so
-// the compiler drops the bounds checks, into four accumulators.
-func dot8(a, b []int8) int32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 int32
-	for len(a) >= 8 {
-		x, y := a[:8:8], b[:8:8]
-		s0 += int32(x[0])*int32(y[0]) + int32(x[4])*int32(y[4])
-		s1 += int32(x[1])*int32(y[1]) + int32(x[5])*int32(y[5])
-		s2 += int32(x[2])*int32(y[2]) + int32(x[6])*int32(y[6])
-		s3 += int32(x[3])*int32(y[3]) + int32(x[7])*int32(y[7])
-		a, b = a[8:], b[8:]
-	}
-	for i := range a {
-		s0 += int32(a[i]) * int32(b[i])
-	}
-	return s0 + s1 + s2 + s3
-}
-
 // hybridScan is one hybrid search's shared state.
 type hybridScan struct {
 	a       *Arena
@@ -358,11 +339,15 @@ func (h *hybridScan) twoStage(budget int) ([]Hit, int) {
 	parallelIdx(h.workers, len(h.work), func(w, i int) {
 		c, cs := h.work[i], &h.per[i]
 		buf, cutoff := bufs[w], cutoffs[w]
+		var sums [estimateBlock]int32
 		for j, b := range cs.b {
+			if j%estimateBlock == 0 {
+				tables.sums(c, j, sums[:min(estimateBlock, len(cs.b)-j)])
+			}
 			if b < 0 {
 				continue
 			}
-			score := float32(base + lw*float64(b) + dw*tables.estimate(c, j, h.qinv))
+			score := float32(base + lw*float64(b) + dw*tables.scaled(sums[j%estimateBlock], c.dw[j], h.qinv))
 			if !(score > LexicalFloor) {
 				if b <= 0 {
 					continue
