@@ -327,8 +327,8 @@ type Accounts struct {
 	// InviteSpent is the address of an invitation whose link was shown
 	// already, when its page is opened again.
 	InviteSpent string
-	Reset     *ResetReveal
-	Error     string
+	Reset       *ResetReveal
+	Error       string
 }
 
 // AuditRow is one audit entry.
