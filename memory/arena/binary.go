@@ -130,7 +130,10 @@ func level(idx uint64) float64 { return float64(2*int(idx) - 3) }
 // 32 tables within 16 KB, so they stay in the first-level cache while the
 // codes stream past.
 type signTables struct {
-	t     [codeBytes][256]int16
+	t [codeBytes][256]int16
+	// scale must stay right after t: the AVX2 table sum (codesum_amd64.s)
+	// gathers four bytes at each two-byte entry, so its read of t's last
+	// entry takes two bytes of scale, which must be in the same allocation.
 	scale float64
 }
 
