@@ -137,6 +137,18 @@ func (b *browser) post(path string, form url.Values) answer {
 	return b.send(http.MethodPost, path, form)
 }
 
+// postFollow posts and, on a 303 (post/redirect/get), gets the page it
+// points to, as a browser does; elapsed stays the post's.
+func (b *browser) postFollow(path string, form url.Values) answer {
+	a := b.post(path, form)
+	if a.status != http.StatusSeeOther {
+		return a
+	}
+	g := b.get(a.header.Get("Location"))
+	g.elapsed = a.elapsed
+	return g
+}
+
 func (b *browser) send(method, path string, form url.Values) answer {
 	b.t.Helper()
 	start := time.Now()

@@ -118,6 +118,16 @@ func (c *console) post(path string, form url.Values) answer {
 	return c.send(http.MethodPost, path, form)
 }
 
+// postFollow posts and, on a 303 (post/redirect/get), gets the page it
+// points to, as a browser does.
+func (c *console) postFollow(path string, form url.Values) answer {
+	a := c.post(path, form)
+	if a.status != http.StatusSeeOther {
+		return a
+	}
+	return c.get(a.header.Get("Location"))
+}
+
 func (c *console) send(method, path string, form url.Values) answer {
 	c.t.Helper()
 	a, err := harness.ConsoleDo(context.Background(), c.http, method, c.base+path, form)
