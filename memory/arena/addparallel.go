@@ -1,9 +1,6 @@
 package arena
 
-import (
-	"slices"
-	"sync"
-)
+import "slices"
 
 // parallelAddMin is the batch from which Add builds chunks on several
 // cores: a cold load adds a whole tenant (a million items at 1M), and each
@@ -41,29 +38,19 @@ func (a *Arena) addParallel(items []Item) {
 		length uint32
 	}
 	done := make([]canon, len(items))
-	next := make(chan *work)
-	var wg sync.WaitGroup
-	for range min(a.opts.Workers, len(jobs)) {
-		wg.Go(func() {
-			for w := range next {
-				w.c.reserve(len(w.items))
-				for _, i := range w.items {
-					it := &items[i]
-					terms, freqs, length := canonical(*it)
-					w.c.add(it, terms, freqs, length, a.rot)
-					if w.c.n() == a.opts.ChunkItems {
-						w.c.seal()
-					}
-					done[i] = canon{terms, length}
-				}
+	parallelIdx(min(a.opts.Workers, len(jobs)), len(jobs), func(_, j int) {
+		w := jobs[j]
+		w.c.reserve(len(w.items))
+		for _, i := range w.items {
+			it := &items[i]
+			terms, freqs, length := canonical(*it)
+			w.c.add(it, terms, freqs, length, a.rot)
+			if w.c.n() == a.opts.ChunkItems {
+				w.c.seal()
 			}
-		})
-	}
-	for _, w := range jobs {
-		next <- w
-	}
-	close(next)
-	wg.Wait()
+			done[i] = canon{terms, length}
+		}
+	})
 	for i := range items {
 		a.counted(&items[i], done[i].terms, done[i].length)
 	}
