@@ -231,7 +231,19 @@ const invitedPrefix = "/console/accounts/invited/"
 // invited is the page invite redirects to: the accounts page with the new
 // invitation's link, the first time; saying that it was shown, ever after.
 func (c *Console) invited(ec echo.Context, s *session) error {
-	r, err := c.takeReveal(ec, s.TenantID, store.RevealInvite)
+	return c.accountsReveal(ec, s, store.RevealInvite, func(v *templates.Accounts, r revealed) {
+		v.InviteURL = r.Secret
+		if r.Secret == "" && r.About != nil {
+			v.InviteSpent = r.About["email"]
+		}
+	})
+}
+
+// accountsReveal is the accounts page a form that made a secret of kind
+// redirects to, with show putting the reveal (the secret the first time,
+// what it was about after) into the page.
+func (c *Console) accountsReveal(ec echo.Context, s *session, kind string, show func(*templates.Accounts, revealed)) error {
+	r, err := c.takeReveal(ec, s.TenantID, kind)
 	if err != nil {
 		return c.internal(ec, err)
 	}
@@ -239,10 +251,7 @@ func (c *Console) invited(ec echo.Context, s *session) error {
 	if err != nil {
 		return c.internal(ec, err)
 	}
-	v.InviteURL = r.Secret
-	if r.Secret == "" && r.About != nil {
-		v.InviteSpent = r.About["email"]
-	}
+	show(&v, r)
 	return c.render(ec, http.StatusOK, templates.AccountsPage(c.page(ec, s, "Accounts", "accounts"), v))
 }
 

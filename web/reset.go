@@ -116,16 +116,9 @@ func (c *Console) issueReset(ec echo.Context, s *session) error {
 // resetLinkShown is the accounts page with the reset link just made, the
 // first time; saying that it was shown, ever after.
 func (c *Console) resetLinkShown(ec echo.Context, s *session) error {
-	r, err := c.takeReveal(ec, s.TenantID, store.RevealReset)
-	if err != nil {
-		return c.internal(ec, err)
-	}
-	v, err := c.accountsView(ec.Request().Context(), s)
-	if err != nil {
-		return c.internal(ec, err)
-	}
-	v.Reset = &templates.ResetReveal{URL: r.Secret, Email: r.About["email"], Hours: int(c.cfg.ResetTTL.Hours())}
-	return c.render(ec, http.StatusOK, templates.AccountsPage(c.page(ec, s, "Accounts", "accounts"), v))
+	return c.accountsReveal(ec, s, store.RevealReset, func(v *templates.Accounts, r revealed) {
+		v.Reset = &templates.ResetReveal{URL: r.Secret, Email: r.About["email"], Hours: int(c.cfg.ResetTTL.Hours())}
+	})
 }
 
 // unlock forgets the sign-in failures held against an account of the
