@@ -160,12 +160,6 @@ func (db *DB) ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (
 // ErrChainGone: an edge names an item
 // that no longer exists.
 func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int64, edges []ChainEdge) error {
-	n := len(edges)
-	src, dst, uid := make([]int64, n), make([]int64, n), make([]int64, n)
-	rel, w := make([]string, n), make([]float32, n)
-	for i, e := range edges {
-		src[i], dst[i], rel[i], uid[i], w[i] = e.Src, e.Dst, e.Relation, e.UserID, e.Weight
-	}
 	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, chainEnsureHeadSQL, tenantID); err != nil {
 			return err
@@ -184,14 +178,12 @@ func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int6
 		if redacted {
 			return ErrChainRedacted
 		}
-		if n > 0 {
-			if _, err := tx.Exec(ctx, chainInsertSQL, tenantID, src, dst, rel, uid, w); err != nil {
-				var pe *pgconn.PgError
-				if errors.As(err, &pe) && pe.Code == "23503" {
-					return ErrChainGone
-				}
-				return err
+		if err := insertEdges(ctx, tx, tenantID, edges); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23503" {
+				return ErrChainGone
 			}
+			return err
 		}
 		_, err := tx.Exec(ctx, chainSetHeadSQL, tenantID, to)
 		return err
@@ -200,6 +192,21 @@ func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int6
 		return fmt.Errorf("write chain edges of tenant %d: %w", tenantID, err)
 	}
 	return nil
+}
+
+// insertEdges stores edges (none: nothing) as one statement of columns.
+func insertEdges(ctx context.Context, tx pgx.Tx, tenantID int64, edges []ChainEdge) error {
+	n := len(edges)
+	if n == 0 {
+		return nil
+	}
+	src, dst, uid := make([]int64, n), make([]int64, n), make([]int64, n)
+	rel, w := make([]string, n), make([]float32, n)
+	for i, e := range edges {
+		src[i], dst[i], rel[i], uid[i], w[i] = e.Src, e.Dst, e.Relation, e.UserID, e.Weight
+	}
+	_, err := tx.Exec(ctx, chainInsertSQL, tenantID, src, dst, rel, uid, w)
+	return err
 }
 
 // ChainEdges reads every edge of the tenant with both ends' token counts,

@@ -214,17 +214,7 @@ func rewriteOwnerEdges(ctx context.Context, tx pgx.Tx, tenantID, userID, mark in
 	if err != nil {
 		return fmt.Errorf("redact chain replay: %w", err)
 	}
-	edges := ownerEdges(items)
-	if len(edges) == 0 {
-		return nil
-	}
-	n := len(edges)
-	src, dst, uid := make([]int64, n), make([]int64, n), make([]int64, n)
-	rel, w := make([]string, n), make([]float32, n)
-	for i, e := range edges {
-		src[i], dst[i], rel[i], uid[i], w[i] = e.Src, e.Dst, e.Relation, e.UserID, e.Weight
-	}
-	if _, err := tx.Exec(ctx, chainInsertSQL, tenantID, src, dst, rel, uid, w); err != nil {
+	if err := insertEdges(ctx, tx, tenantID, ownerEdges(items)); err != nil {
 		return fmt.Errorf("redact chain edges: %w", err)
 	}
 	return nil
