@@ -331,34 +331,38 @@ const padFirst = "(continued from earlier)"
 // result alternates user/assistant starting with the user, as both
 // providers require.
 func Alternate(in []Turn) []Turn {
+	out, _ := alternate(in)
+	return out
+}
+
+// alternate is Alternate with, for each turn it returns, the texts it was
+// joined from (the render counts their tokens part by part). A run of one
+// role is joined once, not concatenated turn by turn: a frame of one
+// speaker's turns is a run of dozens (quadratic copying).
+func alternate(in []Turn) ([]Turn, [][]string) {
 	out := make([]Turn, 0, len(in)+1)
-	// A run of one role is joined once, not concatenated turn by turn: a
-	// frame of one speaker's turns is a run of dozens (quadratic copying).
-	var run []string
-	end := func() {
-		if len(run) > 1 {
-			out[len(out)-1].Text = strings.Join(run, turnJoin)
-		}
-		run = run[:0]
-	}
+	parts := make([][]string, 0, len(in)+1)
 	for _, t := range in {
 		if t.Text == "" {
 			continue
 		}
 		if len(out) == 0 && t.Role != "user" {
 			out = append(out, Turn{Role: "user", Text: padFirst})
-			run = append(run, padFirst)
+			parts = append(parts, []string{padFirst})
 		}
-		if len(out) > 0 && out[len(out)-1].Role == t.Role {
-			run = append(run, t.Text)
+		if k := len(out) - 1; k >= 0 && out[k].Role == t.Role {
+			parts[k] = append(parts[k], t.Text)
 			continue
 		}
-		end()
 		out = append(out, t)
-		run = append(run, t.Text)
+		parts = append(parts, []string{t.Text})
 	}
-	end()
-	return out
+	for k, p := range parts {
+		if len(p) > 1 {
+			out[k].Text = strings.Join(p, turnJoin)
+		}
+	}
+	return out, parts
 }
 
 // turnJoin separates the turns of one role that Alternate merges.

@@ -102,14 +102,17 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		}
 		turns = append(turns, Turn{Role: "user", Text: live})
 	}
-	f := Frame{Turns: Alternate(turns), Items: len(items), Trimmed: trimmed, Tokens: alternatedTokens(turns, count)}
+	out, parts := alternate(turns)
+	f := Frame{Turns: out, Items: len(items), Trimmed: trimmed}
+	for _, p := range parts {
+		f.Tokens += joinedTokens(p, count)
+	}
 	return f
 }
 
-// alternatedTokens is the model tokens of Alternate(in), each merged turn
-// counted part by part where that is exact, so a re-render (fit drops an
-// item and renders again) counts only the parts that changed: count
-// memoizes each distinct text.
+// A merged turn's tokens are counted part by part where that is exact, so
+// a re-render (fit drops an item and renders again) counts only the parts
+// that changed: count memoizes each distinct text.
 //
 // A part ending in a newline and a part after it that starts with neither
 // whitespace nor '/' count apart as they do joined: the o200k pre-tokenizer
@@ -117,35 +120,6 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 // first rune that is not whitespace (branches 5-7) or one of \r, \n, '/'
 // (branch 4), and no other branch reads across a newline; BPE merges stay
 // within a piece. TestAlternatedTokens holds it to counting the joined text.
-func alternatedTokens(in []Turn, count func(string) int) int {
-	n := 0
-	var run []string // the parts of the merged turn being built
-	role, started := "", false
-	end := func() {
-		if len(run) == 0 {
-			return
-		}
-		n += joinedTokens(run, count)
-		run = run[:0]
-	}
-	for _, t := range in {
-		if t.Text == "" {
-			continue
-		}
-		if !started && t.Role != "user" {
-			run, role = append(run, padFirst), "user"
-		}
-		started = true
-		if len(run) > 0 && role == t.Role {
-			run = append(run, t.Text)
-			continue
-		}
-		end()
-		run, role = append(run, t.Text), t.Role
-	}
-	end()
-	return n
-}
 
 // joinedTokens counts strings.Join(parts, turnJoin), part by part when
 // every part after the first starts where a piece must start.

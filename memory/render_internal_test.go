@@ -88,7 +88,11 @@ func TestAlternatedTokens(t *testing.T) {
 			memo[s] = c.Count(s)
 			return memo[s]
 		}
-		if got := alternatedTokens(tc.turns, count); got != want {
+		got := 0
+		for _, p := range parts(tc.turns) {
+			got += joinedTokens(p, count)
+		}
+		if got != want {
 			t.Errorf("%s: part by part %d tokens, joined %d", tc.name, got, want)
 		}
 	}
@@ -150,4 +154,10 @@ func TestPlural(t *testing.T) {
 			t.Errorf("plural(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
+}
+
+// parts are the texts each turn of Alternate(in) joins.
+func parts(in []Turn) [][]string {
+	_, p := alternate(in)
+	return p
 }
