@@ -120,7 +120,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 // first rune that is not whitespace (branches 5-7) or one of \r, \n, '/'
 // (branch 4), and no other branch reads across a newline; BPE merges stay
 // within a piece. TestAlternatedTokens holds it to counting the joined text.
-
+//
 // joinedTokens counts strings.Join(parts, turnJoin), part by part when
 // every part after the first starts where a piece must start.
 func joinedTokens(parts []string, count func(string) int) int {
