@@ -95,7 +95,8 @@ type Proxy struct {
 	mem       Memory
 	log       *slog.Logger
 	client    *http.Client
-	// after tracks reply captures still running once their response ended.
+	// after tracks reply captures still running once their response ended,
+	// and the key and limit caches' background reads.
 	after sync.WaitGroup
 
 	keys    *keyCache
@@ -139,10 +140,23 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		ForceAttemptHTTP2:     true,
 	}
 	cutCtx, cutNow := context.WithCancel(context.Background())
-	return &Proxy{cutCtx: cutCtx, cutNow: cutNow, cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
+	p := &Proxy{cutCtx: cutCtx, cutNow: cutNow, cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
-		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), keys: newKeyCache(keyCacheTTL),
-		limits: limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log)}
+		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval)}
+	// Background refreshes of the key and limit caches are tracked with the
+	// reply captures, so Drain waits for them too.
+	p.keys = newKeyCache(keyCacheTTL, p.background)
+	p.limits = limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log, p.background)
+	return p
+}
+
+// background runs f off the request path, tracked by after.
+func (p *Proxy) background(f func()) {
+	p.after.Add(1)
+	go func() {
+		defer p.after.Done()
+		f()
+	}()
 }
 
 // noRedirects keeps the client from following a provider's redirect: the

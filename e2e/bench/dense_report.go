@@ -22,6 +22,30 @@ type PooledResult struct {
 // memV3Limit is how much the memory path on v3 may add to v1's at 250k.
 const memV3Limit = 1500 * time.Microsecond
 
+// memPathTargets hold the memory path at 250k items to issue 20's p50 and
+// p99 on the default dictionary (v3, which new tenants get: the v3 rows),
+// with v1's figure beside it; without a v3 row, on v1.
+func (r *Report) memPathTargets() []Target {
+	p, ok := r.memPathAt(250_000)
+	if !ok {
+		return nil
+	}
+	on, base := p, "v1 p50 "+ms(p.Total.P50)+" ms"
+	for _, p3 := range r.MemPathV3 {
+		if p3.Items == 250_000 {
+			on = p3
+		}
+	}
+	dict := fmt.Sprintf("v%d", on.Dict)
+	if on.Dict == 0 {
+		dict = "v1"
+	}
+	return []Target{
+		id("mem", durTarget("2", "memory path (capture + retrieve + render, no HTTP) at 250k, "+dict+": p50 <= 5 ms", on.Total.P50, 5*time.Millisecond, base)),
+		id("mem99", durTarget("2", "memory path at 250k, "+dict+": p99 <= 12 ms", on.Total.P99, 12*time.Millisecond, "v1 p99 "+ms(p.Total.P99)+" ms")),
+	}
+}
+
 func (r *Report) memV3Targets() []Target {
 	var ts []Target
 	for _, p3 := range r.MemPathV3 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/fresh"
 )
 
 // Source reads a tenant's own per-key limits; store.ErrNotFound means it
@@ -121,63 +122,50 @@ func (k *keyState) rollDay(now time.Time) {
 type Limiter struct {
 	src Source
 	def store.Limits
-	ttl time.Duration
 	now func() time.Time
 	log *slog.Logger
+	// tenants caches each tenant's limits, read again in the background
+	// before they expire (proxy/fresh), so no request waits for that read.
+	tenants *fresh.Cache[int64, store.Limits]
 
 	mu        sync.Mutex
-	tenants   map[int64]cachedLimits
 	keys      map[int64]*keyState
 	lastSweep time.Time
 }
 
-type cachedLimits struct {
-	l       store.Limits
-	expires time.Time
-}
-
 // New is a limiter reading tenants' limits from src (nil: every tenant has
-// def), on the clock now.
-func New(src Source, def store.Limits, now func() time.Time, log *slog.Logger) *Limiter {
-	return &Limiter{src: src, def: def, ttl: limitsCacheTTL, now: now, log: log,
-		tenants: map[int64]cachedLimits{}, keys: map[int64]*keyState{}}
+// def), on the clock now; spawn runs the background reads of the limits
+// (nil: plain goroutines).
+func New(src Source, def store.Limits, now func() time.Time, log *slog.Logger, spawn func(func())) *Limiter {
+	return &Limiter{src: src, def: def, now: now, log: log,
+		tenants: fresh.New[int64, store.Limits](limitsCacheTTL, limitsCacheMax, now, spawn), keys: map[int64]*keyState{}}
 }
 
 // SetCacheTTL sets how long a tenant's limits are trusted without asking
 // again (limitsCacheTTL by default), for a test that changes a limit and
-// cannot wait the default out. Set it before the limiter is in use.
-func (lm *Limiter) SetCacheTTL(d time.Duration) { lm.ttl = d }
+// cannot wait the default out.
+func (lm *Limiter) SetCacheTTL(d time.Duration) { lm.tenants.SetTTL(d) }
 
-// limits is the tenant's limits, from the cache while it is fresh.
+// limits are the tenant's own, the defaults when it has none, and the last
+// known when they cannot be read (a database restart must not lift them).
 func (lm *Limiter) limits(ctx context.Context, tenantID int64) store.Limits {
 	if lm.src == nil {
 		return lm.def
 	}
-	now := lm.now()
-	lm.mu.Lock()
-	e, ok := lm.tenants[tenantID]
-	lm.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.l
-	}
-	l, err := lm.src.TenantLimits(ctx, tenantID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		l = lm.def
-	case err != nil:
-		if ok {
-			l = e.l
-		} else {
-			l = lm.def
+	l, _ := lm.tenants.Get(ctx, tenantID, func(ctx context.Context) (store.Limits, error) {
+		l, err := lm.src.TenantLimits(ctx, tenantID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return lm.def, nil
+		case err != nil:
+			lm.log.Warn("tenant limits could not be read; keeping the last known", "tenant", tenantID, "err", err)
+			if last, ok := lm.tenants.Peek(tenantID); ok {
+				return last, nil
+			}
+			return lm.def, nil
 		}
-		lm.log.Warn("tenant limits could not be read; keeping the last known", "tenant", tenantID, "err", err)
-	}
-	lm.mu.Lock()
-	if len(lm.tenants) >= limitsCacheMax {
-		lm.tenants = map[int64]cachedLimits{}
-	}
-	lm.tenants[tenantID] = cachedLimits{l: l, expires: now.Add(lm.ttl)}
-	lm.mu.Unlock()
+		return l, nil
+	})
 	return l
 }
 

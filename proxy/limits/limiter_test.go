@@ -140,7 +140,7 @@ func (c *clock) advance(d time.Duration) {
 
 func newTestLimiter(src *fakeLimits, def store.Limits) (*Limiter, *clock) {
 	c := &clock{now: t0}
-	return New(src, def, c.Now, slog.New(slog.NewTextHandler(io.Discard, nil))), c
+	return New(src, def, c.Now, slog.New(slog.NewTextHandler(io.Discard, nil)), func(f func()) { f() }), c
 }
 
 // TestLimiter drives the limiter through a script of requests, replies and
@@ -243,7 +243,7 @@ func TestLimiterFollowsChanges(t *testing.T) {
 		t.Fatal("second request within the minute admitted at 1 rpm")
 	}
 	src.set(1, store.Limits{RequestsPerMinute: 100})
-	c.advance(time.Second)
+	c.advance(limitsCacheTTL / 4) // young enough that no refresh starts (proxy/fresh)
 	if v := lm.Admit(ctx, k); v.Refused == nil {
 		t.Fatal("a raised limit took effect before the cache entry expired")
 	}
