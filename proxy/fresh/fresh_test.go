@@ -4,22 +4,16 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is a settable clock: nanoseconds after a fixed start.
+type clock struct{ ns atomic.Int64 }
 
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func (c *clock) now() time.Time          { return time.Unix(1e9, c.ns.Load()) }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // source counts reads and answers its current value or error.
 type source struct {
@@ -74,7 +68,7 @@ func TestCache(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clk := &clock{t: time.Unix(1e9, 0)}
+			clk := &clock{}
 			// Refreshes run at once, so each step sees their effect.
 			c := New[string, int](ttl, 10, clk.now, func(f func()) { f() })
 			src := &source{}
@@ -99,7 +93,7 @@ func TestCache(t *testing.T) {
 // revoked meanwhile) must not be stored over the change.
 func TestForgetDuringRead(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Unix(1e9, 0)}
+	clk := &clock{}
 	c := New[string, int](2*time.Second, 10, clk.now, nil)
 	reads := 0
 	load := func(context.Context) (int, error) {
@@ -130,7 +124,7 @@ func TestForgetDuringRead(t *testing.T) {
 // TestRefreshOnce: concurrent hits past half the TTL start one refresh.
 func TestRefreshOnce(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Unix(1e9, 0)}
+	clk := &clock{}
 	var spawned []func()
 	var mu sync.Mutex
 	c := New[string, int](2*time.Second, 10, clk.now, func(f func()) { mu.Lock(); spawned = append(spawned, f); mu.Unlock() })
@@ -161,7 +155,7 @@ func TestRefreshOnce(t *testing.T) {
 
 func TestMax(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Unix(1e9, 0)}
+	clk := &clock{}
 	c := New[int, int](time.Second, 3, clk.now, nil)
 	for k := 0; k < 4; k++ {
 		if _, err := c.Get(context.Background(), k, func(context.Context) (int, error) { return k, nil }); err != nil {
