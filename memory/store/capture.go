@@ -114,10 +114,6 @@ const (
 	insertRetrievalRowSQL = `INSERT INTO retrieval_rows (tenant_id, dict_version, item_id, term_ids, term_freqs, length, dense)
 		SELECT $1, $2, i.id, $4, $5, $6, $7 FROM items i
 		WHERE i.tenant_id = $1 AND i.message_id = ` + capturedSQL + ` AND i.part = $3`
-	// Born hot: at the items' birth clock, with their decay and token count.
-	bornHotSQL = `INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak, tau, token_count)
-		SELECT $1, $2, i.id, i.born_clock, $3, i.tau, i.token_count FROM items i
-		WHERE i.tenant_id = $1 AND i.message_id = ` + capturedSQL + ` ORDER BY i.part`
 	bumpTermStatsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
 		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n) ORDER BY t.term_id
 		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
@@ -127,6 +123,10 @@ const (
 	// The message's frequency counts under one version, one row (stats.go).
 	captureDeltaSQL = `INSERT INTO stat_deltas (tenant_id, message_id, dict_version, items, total_length, term_ids, dfs)
 		SELECT $1, ` + capturedSQL + `, $2, $3, $4, $5, $6 WHERE ` + capturedSQL + ` IS NOT NULL`
+	// Born hot: at the items' birth clock, with their decay and token count.
+	bornHotSQL = `INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak, tau, token_count)
+		SELECT $1, $2, i.id, i.born_clock, $3, i.tau, i.token_count FROM items i
+		WHERE i.tenant_id = $1 AND i.message_id = ` + capturedSQL + ` ORDER BY i.part`
 )
 
 // BornPeak is the activation every item is born with.
