@@ -39,7 +39,7 @@ func newServingEngine(ctx context.Context, cfg Config, db *store.DB, log *slog.L
 	}
 	w := chain.NewWriter(db, lex, chain.Rules{}, func(err error) { log.Warn("chain graph catch-up failed", "err", err) })
 	eng, err := buildEngine(ctx, db, memory.Options{Ceiling: cfg.FrameCeiling, DeferReheat: true,
-		Errors: func(err error) { log.Warn("deferred reheat failed", "err", err) }, Chain: w, ArenaBudget: cfg.ArenaBudget})
+		Errors: func(err error) { log.Warn("deferred write failed", "err", err) }, Chain: w, ArenaBudget: cfg.ArenaBudget})
 	return eng, w, err
 }
 

@@ -42,6 +42,7 @@ type Store interface {
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
 	ReadItemTexts(ctx context.Context, tenantID int64, ids []int64, keys []store.LabelKey, known store.Labels) (store.ItemTexts, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
+	FoldStats(ctx context.Context, tenantID int64) (int, error)
 	ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error)
 	ChainLinks(ctx context.Context, tenantID, userID, itemID int64, limit int) ([]store.ChainLink, error)
 }
@@ -84,9 +85,14 @@ type Options struct {
 	// 0: the default; negative: dates are not read.
 	DatedRank int
 	// DeferReheat writes a frame's reheats after Frame returns (the next
-	// frame of the viewer waits for them); Errors then receives failures.
+	// frame of the viewer waits for them); Errors receives the failures of
+	// these and of the background folds of frequency counts.
 	DeferReheat bool
 	Errors      func(error)
+	// FoldEvery: a capture whose tenant log position is a multiple of it
+	// starts a background fold of the tenant's pending frequency counts
+	// (statsfold.go; 0: 128, < 0: never).
+	FoldEvery int
 	// Chain is the chain graph (nil: none): captures kick its writer, and a
 	// frame brings a strong match's chain neighbours along (chain.go).
 	Chain ChainGraph
@@ -138,6 +144,7 @@ type Engine struct {
 	dicts   *dictionaries // every dictionary version this process has needed
 	vers    *versionCache // per tenant, the versions a capture writes rows for
 	pending *reheats      // deferred reheats, per viewer
+	folds   *folds        // background folds of frequency counts, per tenant
 	gate    *scanGate     // worker slots of the scans, shared fairly by tenants
 	counts  *countCache   // token counts of rendered texts, by hash
 }
@@ -210,6 +217,9 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	if opt.ItemCache == 0 {
 		opt.ItemCache = 64 << 20
 	}
+	if opt.FoldEvery == 0 {
+		opt.FoldEvery = 128
+	}
 	vs, _ := st.(versionStore)
 	vecs := newVectorCache()
 	if dt, ok := dict.(DictTerms); ok && dt.V == nil {
@@ -228,7 +238,8 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	return &Engine{store: st, an: an, dict: dict, opt: opt, res: res,
 		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors),
-		gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait), counts: newCountCache(countCacheEntries)}
+		folds: newFolds(opt.Errors), gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait),
+		counts: newCountCache(countCacheEntries)}
 }
 
 // admit waits for the tenant's turn to scan and returns the workers its
@@ -299,6 +310,9 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 		e.res.texts.put(m.TenantID, epoch, got.Items)
 		if e.opt.Chain != nil {
 			e.opt.Chain.Kick(m.TenantID)
+		}
+		if e.opt.FoldEvery > 0 && got.Seq%int64(e.opt.FoldEvery) == 0 {
+			e.folds.start(e.store, m.TenantID)
 		}
 	}
 	return got, err

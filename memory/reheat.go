@@ -72,5 +72,9 @@ func (r *reheats) start(ctx context.Context, k viewerKey, write func(context.Con
 	}()
 }
 
-// WaitReheats blocks until every deferred reheat is written (shutdown).
-func (e *Engine) WaitReheats() { e.pending.wg.Wait() }
+// WaitReheats blocks until every deferred reheat is written and every
+// background fold of frequency counts has ended (shutdown).
+func (e *Engine) WaitReheats() {
+	e.pending.wg.Wait()
+	e.folds.wg.Wait()
+}

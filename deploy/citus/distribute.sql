@@ -34,7 +34,7 @@ FROM unnest(ARRAY['key_lookup', 'invite_lookup', 'console_accounts', 'console_se
 SELECT create_distributed_table('tenant_heads', 'tenant_id');
 SELECT create_distributed_table(t, 'tenant_id', colocate_with => 'tenant_heads')
 FROM unnest(ARRAY['memory_users', 'api_keys', 'conversations', 'messages', 'items',
-                  'retrieval_rows', 'term_stats', 'corpus_stats', 'activations', 'reheats',
+                  'retrieval_rows', 'term_stats', 'corpus_stats', 'stat_deltas', 'activations', 'reheats',
                   'tenant_log', 'requests', 'dict_rollouts', 'item_births',
                   'integrity_reports', 'integrity_violations', 'console_invites',
                   'tenant_limits', 'bindings', 'dense_components',

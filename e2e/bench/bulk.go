@@ -369,9 +369,9 @@ func (l *Loader) copyAll(ctx context.Context, tx pgx.Tx, t *Tenant, rows []row, 
 
 // bypassTriggers turns off triggers and foreign-key checks for the load
 // transaction when the role may (a superuser; the bench's own scratch
-// database). The rows are consistent by construction, and a per-row
-// deferred check at commit (items_rows_per_version) makes large loads
-// quadratic. Without the privilege the load runs with every check on.
+// database). The rows are consistent by construction, and per-row
+// foreign-key checks and the birth-record trigger slow large loads.
+// Without the privilege the load runs with every check on.
 func bypassTriggers(ctx context.Context, tx pgx.Tx) (bool, error) {
 	var super bool
 	if err := tx.QueryRow(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super); err != nil {

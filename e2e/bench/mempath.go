@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
@@ -28,13 +26,7 @@ type MemPathResult struct {
 	// Statements is where a turn's database time goes (mean per turn, as
 	// the client sees it).
 	Statements []Stmt
-	// RowLookup is finding an item's retrieval rows by tenant and item
-	// alone, the first query of the deferred per-item check that runs at
-	// every capture's commit (migrations 000003, check_item_versions).
-	RowLookup time.Duration
 }
-
-const rowLookupSQL = `SELECT count(*) FROM retrieval_rows r WHERE r.tenant_id = $1 AND r.item_id = $2`
 
 // FrameCandidates is how many candidates a frame reads and prices at most
 // (memory/frame.go fetchLimit).
@@ -160,11 +152,6 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		out[x] = MemPathResult{Items: s.t.Items, Dict: s.t.Dict, Users: len(s.t.Users),
 			Capture: Fold(got[x].caps), Frame: Fold(got[x].frames), Total: Fold(got[x].totals),
 			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.PipelinePairs)}
-		look, err := rowLookup(ctx, k, s.t)
-		if err != nil {
-			return nil, err
-		}
-		out[x].RowLookup = look
 	}
 	return out, nil
 }
@@ -178,33 +165,4 @@ func sidesLabel(sides []memSide) string {
 		out += fmt.Sprintf(" v%d", s.t.Dict)
 	}
 	return "," + out
-}
-
-// rowLookup times finding the tenant's newest item's retrieval rows by
-// tenant and item alone (median of five).
-func rowLookup(ctx context.Context, k *kit, t *Tenant) (time.Duration, error) {
-	var last int64
-	err := k.db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `SELECT max(id) FROM items WHERE tenant_id = $1`, t.ID).Scan(&last)
-	})
-	if err != nil {
-		return 0, err
-	}
-	var looks []time.Duration
-	for range 5 {
-		var n int
-		var took time.Duration
-		// Timed inside the tenant's transaction: the lookup alone.
-		err := k.db.InTenant(ctx, t.ID, func(tx pgx.Tx) error {
-			t0 := time.Now()
-			err := tx.QueryRow(ctx, rowLookupSQL, t.ID, last).Scan(&n)
-			took = time.Since(t0)
-			return err
-		})
-		if err != nil {
-			return 0, fmt.Errorf("row lookup: %w", err)
-		}
-		looks = append(looks, took)
-	}
-	return Median(looks), nil
 }

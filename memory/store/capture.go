@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -83,16 +84,29 @@ const (
 	// other capture, purge and flip of the tenant: the watermark is gap-free.
 	bumpHeadSQL    = `UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1 RETURNING seq`
 	captureHeadSQL = `UPDATE tenant_heads SET seq = seq + 1 WHERE tenant_id = $1 AND ` + capturedSQL + ` IS NOT NULL RETURNING seq`
+	// After the head: the statement reads the tenant's versions once the
+	// capture holds the head row lock, under which alone they change (a
+	// derivation's start, a flip, a retirement), so they stay so until
+	// commit. A version the capture's rows miss fails the transaction
+	// (dict_version_missing, migration 000022); $2 is the versions every
+	// item with rows has one for.
+	checkVersionsSQL = `SELECT dict_version_missing($1, k.v) FROM (
+			SELECT dict_version FROM tenant_heads WHERE tenant_id = $1
+			UNION SELECT dict_version FROM dict_rollouts WHERE tenant_id = $1) AS k(v)
+		WHERE ` + capturedSQL + ` IS NOT NULL AND k.v <> ALL ($2::int[])
+		ORDER BY k.v LIMIT 1`
 	// The items take the clock and head this transaction has just advanced
-	// (and holds locked), read back in the same batch.
+	// (and holds locked), read back in the same batch. Their tokens come
+	// as one array, item i's ending at $11[i]: a text[] needs no
+	// conversion, where one array per item would have to travel as JSON.
 	insertItemsSQL = `INSERT INTO items
 		(tenant_id, message_id, user_id, conversation_id, role, speaker, part, body, tokens, token_count,
 		 born_clock, born_at, tau, novelty, seq)
-		SELECT $1, ` + capturedSQL + `, $2, $3, $4, $5, p.part, p.body, ARRAY(SELECT jsonb_array_elements_text(p.tokens)), p.token_count,
+		SELECT $1, ` + capturedSQL + `, $2, $3, $4, $5, p.part, p.body, ($9::text[])[p.tok_from + 1:p.tok_to], p.token_count,
 		       (SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2), $6, p.tau, p.novelty,
 		       (SELECT seq FROM tenant_heads WHERE tenant_id = $1)
-		FROM unnest($7::int[], $8::text[], $9::jsonb[], $10::int[], $11::float8[], $12::real[])
-		     AS p(part, body, tokens, token_count, tau, novelty)
+		FROM unnest($7::int[], $8::text[], $10::int[], $11::int[], $12::int[], $13::float8[], $14::real[])
+		     AS p(part, body, tok_from, tok_to, token_count, tau, novelty)
 		WHERE ` + capturedSQL + ` IS NOT NULL
 		ORDER BY p.part
 		RETURNING id, part, born_at`
@@ -103,17 +117,12 @@ const (
 	bumpTermStatsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
 		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n) ORDER BY t.term_id
 		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
-	captureTermStatsSQL = `INSERT INTO term_stats (tenant_id, dict_version, term_id, df)
-		SELECT $1, $2, t.term_id, t.n FROM unnest($3::int[], $4::int[]) AS t(term_id, n)
-		WHERE ` + capturedSQL + ` IS NOT NULL ORDER BY t.term_id
-		ON CONFLICT (tenant_id, dict_version, term_id) DO UPDATE SET df = term_stats.df + EXCLUDED.df`
 	bumpCorpusSQL = `INSERT INTO corpus_stats (tenant_id, dict_version, items, total_length) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (tenant_id, dict_version) DO UPDATE
 		SET items = corpus_stats.items + EXCLUDED.items, total_length = corpus_stats.total_length + EXCLUDED.total_length`
-	captureCorpusSQL = `INSERT INTO corpus_stats (tenant_id, dict_version, items, total_length)
-		SELECT $1, $2, $3, $4 WHERE ` + capturedSQL + ` IS NOT NULL
-		ON CONFLICT (tenant_id, dict_version) DO UPDATE
-		SET items = corpus_stats.items + EXCLUDED.items, total_length = corpus_stats.total_length + EXCLUDED.total_length`
+	// The message's frequency counts under one version, one row (stats.go).
+	captureDeltaSQL = `INSERT INTO stat_deltas (tenant_id, message_id, dict_version, items, total_length, term_ids, dfs)
+		SELECT $1, ` + capturedSQL + `, $2, $3, $4, $5, $6 WHERE ` + capturedSQL + ` IS NOT NULL`
 	// Born hot: at the items' birth clock, with their decay and token count.
 	bornHotSQL = `INSERT INTO activations (tenant_id, viewer_id, item_id, t_last, peak, tau, token_count)
 		SELECT $1, $2, i.id, i.born_clock, $3, i.tau, i.token_count FROM items i
@@ -180,10 +189,13 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 
 	n := len(c.Items)
 	parts, tcs := make([]int32, n), make([]int32, n)
-	bodies, toks := make([]string, n), make([][]string, n)
+	bodies, tokFrom, tokTo := make([]string, n), make([]int32, n), make([]int32, n)
 	taus, novs := make([]float64, n), make([]float32, n)
+	toks := []string{} // never NULL: an item without tokens stores {}
 	for i, it := range c.Items {
-		parts[i], bodies[i], toks[i], tcs[i], taus[i], novs[i] = int32(i), it.Body, it.Tokens, int32(it.TokenCount), it.Tau, it.Novelty
+		tokFrom[i] = int32(len(toks))
+		toks = append(toks, it.Tokens...)
+		parts[i], bodies[i], tokTo[i], tcs[i], taus[i], novs[i] = int32(i), it.Body, int32(len(toks)), int32(it.TokenCount), it.Tau, it.Novelty
 	}
 	// A missing user or head leaves the items' clock or seq NULL, which
 	// fails the transaction in the database too.
@@ -203,11 +215,14 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		}
 		return err
 	})
+	if vs := coveredVersions(c.Items); vs != nil {
+		b.Queue(checkVersionsSQL, c.TenantID, vs)
+	}
 	// born_at comes back as stored (to the microsecond), as a frame reads it.
 	var bornAt time.Time
 	ids := make([]int64, n)
 	b.Queue(insertItemsSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
-		c.CreatedAt, parts, bodies, toks, tcs, taus, novs).Query(func(rows pgx.Rows) error {
+		c.CreatedAt, parts, bodies, toks, tokFrom, tokTo, tcs, taus, novs).Query(func(rows pgx.Rows) error {
 		var id int64
 		var part int32
 		if _, err := pgx.ForEachRow(rows, []any{&id, &part, &bornAt}, func() error {
@@ -222,7 +237,7 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		return nil
 	})
 	stats := map[int]map[int32]int32{}
-	lengths := map[int]int64{}
+	items, lengths := map[int]int{}, map[int]int64{}
 	for i, it := range c.Items {
 		for _, r := range it.Rows {
 			b.Queue(insertRetrievalRowSQL, c.TenantID, r.DictVersion, i, r.TermIDs, r.Freqs, r.Length, r.Dense)
@@ -232,13 +247,13 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 			for _, t := range r.TermIDs {
 				stats[r.DictVersion][t]++
 			}
+			items[r.DictVersion]++
 			lengths[r.DictVersion] += int64(r.Length)
 		}
 	}
 	for _, v := range sortedKeys(stats) {
 		terms, counts := sortedCounts(stats[v])
-		b.Queue(captureTermStatsSQL, c.TenantID, v, terms, counts)
-		b.Queue(captureCorpusSQL, c.TenantID, v, n, lengths[v])
+		b.Queue(captureDeltaSQL, c.TenantID, v, items[v], lengths[v], terms, counts)
 	}
 	b.Queue(bornHotSQL, c.TenantID, c.UserID, BornPeak)
 	queueCaptureBindings(b, c)
@@ -261,6 +276,30 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 			Speaker: c.Speaker, Part: i, Body: c.Items[i].Body, TokenCount: c.Items[i].TokenCount, BornAt: bornAt, Interrupted: c.Interrupted}
 	}
 	return out, nil
+}
+
+// coveredVersions are the versions every item with rows has a row for,
+// ascending; nil when no item has one (left to the integrity check).
+func coveredVersions(items []CaptureItem) []int32 {
+	var out []int32
+	seen := false
+	for _, it := range items {
+		if len(it.Rows) == 0 {
+			continue
+		}
+		have := make([]int32, 0, len(it.Rows))
+		for _, r := range it.Rows {
+			if !seen || slices.Contains(out, int32(r.DictVersion)) {
+				have = append(have, int32(r.DictVersion))
+			}
+		}
+		out, seen = have, true
+	}
+	if seen && out == nil {
+		out = []int32{}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func sortedKeys(m map[int]map[int32]int32) []int {

@@ -23,6 +23,8 @@ func captureState(t *testing.T, db *store.DB, tenantID int64) string {
 		`SELECT coalesce(string_agg(item_id || ':' || t_last || ':' || peak, ',' ORDER BY item_id), '') FROM activations WHERE tenant_id = $1`,
 		`SELECT coalesce(string_agg(term_id || ':' || df, ',' ORDER BY term_id), '') FROM term_stats WHERE tenant_id = $1`,
 		`SELECT coalesce(string_agg(items || ':' || total_length, ','), '') FROM corpus_stats WHERE tenant_id = $1`,
+		`SELECT coalesce(string_agg(message_id || ':' || dict_version || ':' || items || ':' || total_length || ':' || term_ids::text || ':' || dfs::text,
+			',' ORDER BY message_id, dict_version), '') FROM stat_deltas WHERE tenant_id = $1`,
 		`SELECT coalesce(string_agg(kind || ':' || subject || '=' || value, ',' ORDER BY id), '') FROM bindings WHERE tenant_id = $1`,
 		`SELECT coalesce(string_agg(message_id || ':' || item_ids::text, ',' ORDER BY message_id), '') FROM reply_sources WHERE tenant_id = $1`,
 		`SELECT string_agg(clock::text, ',' ORDER BY id) FROM memory_users WHERE tenant_id = $1`,

@@ -77,23 +77,39 @@ func TestCaptureWritesEverythingOnce(t *testing.T) {
 		{`SELECT count(*) FROM items WHERE tenant_id = $1`, 2},
 		{`SELECT count(*) FROM retrieval_rows WHERE tenant_id = $1`, 2},
 		{`SELECT count(*) FROM activations WHERE tenant_id = $1 AND t_last = 6 AND peak = 1`, 2},
-		{`SELECT df FROM term_stats WHERE tenant_id = $1 AND term_id = 2`, 2},
-		{`SELECT df FROM term_stats WHERE tenant_id = $1 AND term_id = 1`, 1},
-		{`SELECT items FROM corpus_stats WHERE tenant_id = $1`, 2},
-		{`SELECT total_length FROM corpus_stats WHERE tenant_id = $1`, 4},
+		// The message's frequency counts, one row until a fold.
+		{`SELECT count(*) FROM stat_deltas WHERE tenant_id = $1 AND dict_version = 1 AND items = 2 AND total_length = 4
+			AND term_ids = '{1,2,3}' AND dfs = '{1,2,1}'`, 1},
+		{`SELECT count(*) FROM term_stats WHERE tenant_id = $1`, 0},
 		{`SELECT clock FROM memory_users WHERE tenant_id = $1`, 6},
 		{`SELECT seq FROM tenant_heads WHERE tenant_id = $1`, 1},
 	}
 	owner := ownerOf(t, db)
-	for _, ch := range checks {
+	check := func(sql string, want int64) {
+		t.Helper()
 		var n int64
-		if err := owner.QueryRow(ctx, ch.sql, nt.TenantID).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", ch.sql, err)
+		if err := owner.QueryRow(ctx, sql, nt.TenantID).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
 		}
-		if n != ch.want {
-			t.Errorf("%s = %d, want %d", ch.sql, n, ch.want)
+		if n != want {
+			t.Errorf("%s = %d, want %d", sql, n, want)
 		}
 	}
+	for _, ch := range checks {
+		check(ch.sql, ch.want)
+	}
+	// A fold moves them into the per-term and corpus counts; a second
+	// finds nothing to move.
+	for want := 1; want >= 0; want-- {
+		if n, err := db.FoldStats(ctx, nt.TenantID); err != nil || n != want {
+			t.Fatalf("fold moved %d rows (%v), want %d", n, err, want)
+		}
+	}
+	check(`SELECT df FROM term_stats WHERE tenant_id = $1 AND term_id = 2`, 2)
+	check(`SELECT df FROM term_stats WHERE tenant_id = $1 AND term_id = 1`, 1)
+	check(`SELECT items FROM corpus_stats WHERE tenant_id = $1`, 2)
+	check(`SELECT total_length FROM corpus_stats WHERE tenant_id = $1`, 4)
+	check(`SELECT count(*) FROM stat_deltas WHERE tenant_id = $1`, 0)
 	turns, err := db.ConversationTurns(ctx, nt.TenantID, conv)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +137,7 @@ func TestCaptureAllOrNothing(t *testing.T) {
 		t.Fatal("capture with an invalid item succeeded")
 	}
 	for _, q := range []string{`SELECT count(*) FROM messages WHERE tenant_id = $1`, `SELECT count(*) FROM items WHERE tenant_id = $1`,
-		`SELECT count(*) FROM term_stats WHERE tenant_id = $1`, `SELECT clock FROM memory_users WHERE tenant_id = $1`,
+		`SELECT count(*) FROM stat_deltas WHERE tenant_id = $1`, `SELECT clock FROM memory_users WHERE tenant_id = $1`,
 		`SELECT seq FROM tenant_heads WHERE tenant_id = $1`} {
 		var n int64
 		if err := ownerOf(t, db).QueryRow(ctx, q, nt.TenantID).Scan(&n); err != nil {

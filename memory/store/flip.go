@@ -157,7 +157,12 @@ func (db *DB) Retire(ctx context.Context, tenantID int64, version int, by Actor)
 			return err
 		}
 		rep.Rows = tag.RowsAffected()
-		for _, q := range []string{retireTermsSQL, retireCorpusSQL, retireDenseSQL} {
+		// Under the fold lock, so that no fold adds the version's pending
+		// counts back once its rows are gone (stats.go).
+		if _, err := tx.Exec(ctx, foldLockSQL, tenantID); err != nil {
+			return err
+		}
+		for _, q := range []string{retireDeltasSQL, retireTermsSQL, retireCorpusSQL, retireDenseSQL} {
 			if _, err := tx.Exec(ctx, q, tenantID, version); err != nil {
 				return err
 			}

@@ -113,9 +113,19 @@ const (
 		WHERE i.tenant_id = $1 AND i.id > $2 ORDER BY i.id LIMIT $3`
 	checkRowsSQL = `SELECT item_id, dict_version, term_ids, term_freqs, length, dense FROM retrieval_rows
 		WHERE tenant_id = $1 AND item_id = ANY($2) AND dict_version = ANY($3)`
-	checkTermStatsSQL   = `SELECT term_id, df FROM term_stats WHERE tenant_id = $1 AND dict_version = $2`
-	checkCorpusStatsSQL = `SELECT items, total_length FROM corpus_stats WHERE tenant_id = $1 AND dict_version = $2`
-	foreignViewersSQL   = `SELECT 'activations', a.viewer_id, a.item_id FROM activations a
+	// The stored counts are the tables plus the deltas not folded yet
+	// (stats.go).
+	checkTermStatsSQL = `SELECT term_id, sum(df)::bigint FROM (
+			SELECT term_id, df FROM term_stats WHERE tenant_id = $1 AND dict_version = $2
+			UNION ALL
+			SELECT t.term_id, t.df FROM stat_deltas d, unnest(d.term_ids, d.dfs) AS t(term_id, df)
+			WHERE d.tenant_id = $1 AND d.dict_version = $2) s
+		GROUP BY term_id`
+	checkCorpusStatsSQL = `SELECT coalesce(sum(items), 0)::bigint, coalesce(sum(total_length), 0)::bigint, count(*) > 0 FROM (
+			SELECT items, total_length FROM corpus_stats WHERE tenant_id = $1 AND dict_version = $2
+			UNION ALL
+			SELECT items, total_length FROM stat_deltas WHERE tenant_id = $1 AND dict_version = $2) s`
+	foreignViewersSQL = `SELECT 'activations', a.viewer_id, a.item_id FROM activations a
 			WHERE a.tenant_id = $1 AND NOT EXISTS (SELECT 1 FROM memory_users u WHERE u.tenant_id = $1 AND u.id = a.viewer_id)
 		UNION ALL
 		SELECT 'reheats', r.viewer_id, r.item_id FROM reheats r
@@ -204,13 +214,10 @@ func (r *IntegrityReader) TermStats(ctx context.Context, version int) (map[int32
 }
 
 // CorpusStats reads the version's item count and total length; ok is false
-// when the tenant has no row for it.
+// when the tenant has no count for it.
 func (r *IntegrityReader) CorpusStats(ctx context.Context, version int) (items, totalLength int64, ok bool, err error) {
-	err = r.tx.QueryRow(ctx, checkCorpusStatsSQL, r.tenantID, version).Scan(&items, &totalLength)
-	if err == pgx.ErrNoRows {
-		return 0, 0, false, nil
-	}
-	return items, totalLength, err == nil, err
+	err = r.tx.QueryRow(ctx, checkCorpusStatsSQL, r.tenantID, version).Scan(&items, &totalLength, &ok)
+	return items, totalLength, ok && err == nil, err
 }
 
 // ForeignViewer is an activation or reheat whose viewer is no memory user

@@ -98,6 +98,11 @@ func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (
 		if err := tx.QueryRow(ctx, chainLockHeadSQL, tenantID).Scan(&chainSeq); err != nil {
 			return fmt.Errorf("lock chain head: %w", err)
 		}
+		// The counts its messages still hold as deltas join the tables
+		// first (stats.go), so that they lose what a recount loses.
+		if _, err := foldDeltas(ctx, tx, tenantID, foldUserSQL, userID); err != nil {
+			return fmt.Errorf("purge statistics: %w", err)
+		}
 		for _, q := range []string{purgeTermStatsSQL, purgeZeroStatsSQL, purgeCorpusSQL} {
 			args := []any{tenantID, userID}
 			if q == purgeZeroStatsSQL {

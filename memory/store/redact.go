@@ -127,6 +127,11 @@ func (db *DB) RedactItem(ctx context.Context, tenantID, itemID int64, by Actor, 
 		if err := tx.QueryRow(ctx, redactLockSQL, tenantID, itemID).Scan(&rep.UserID, &rep.ConversationID, &rep.MessageID); err != nil {
 			return notFound(err)
 		}
+		// The message's counts still held as deltas join the tables
+		// first (stats.go), so that they lose what the item contributed.
+		if _, err := foldDeltas(ctx, tx, tenantID, foldMessageSQL, rep.MessageID); err != nil {
+			return fmt.Errorf("redact statistics: %w", err)
+		}
 		for _, q := range []string{redactTermStatsSQL, purgeZeroStatsSQL, redactCorpusSQL} {
 			args := []any{tenantID, itemID}
 			if q == purgeZeroStatsSQL {

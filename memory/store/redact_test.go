@@ -81,19 +81,26 @@ func newRedactScene(t *testing.T, db *store.DB, owner *pgxpool.Pool) *redactScen
 	return s
 }
 
-// statsDrift counts term and corpus statistics of the tenant that differ
-// from a recount of its retrieval rows, as the integrity check recounts.
+// statsDrift counts term and corpus statistics of the tenant (the tables
+// plus the deltas not folded yet) that differ from a recount of its
+// retrieval rows, as the integrity check recounts.
 func statsDrift(t *testing.T, owner *pgxpool.Pool, tenantID int64) int64 {
 	t.Helper()
 	var n int64
 	err := owner.QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM (SELECT dict_version, term_id, count(*) AS df FROM retrieval_rows, unnest(term_ids) AS term_id
 			WHERE tenant_id = $1 GROUP BY 1, 2) r
-		 FULL JOIN (SELECT * FROM term_stats WHERE tenant_id = $1) s USING (dict_version, term_id)
+		 FULL JOIN (SELECT dict_version, term_id, sum(df) AS df FROM (
+				SELECT dict_version, term_id, df FROM term_stats WHERE tenant_id = $1
+				UNION ALL SELECT d.dict_version, x.term_id, x.df FROM stat_deltas d, unnest(d.term_ids, d.dfs) AS x(term_id, df)
+				WHERE d.tenant_id = $1) u GROUP BY 1, 2) s USING (dict_version, term_id)
 		 WHERE r.df IS DISTINCT FROM s.df)
 		+ (SELECT count(*) FROM (SELECT dict_version, count(*) AS items, sum(length) AS len FROM retrieval_rows
 			WHERE tenant_id = $1 GROUP BY 1) r
-		 FULL JOIN (SELECT * FROM corpus_stats WHERE tenant_id = $1 AND items > 0) s USING (dict_version)
+		 FULL JOIN (SELECT dict_version, sum(items) AS items, sum(total_length) AS total_length FROM (
+				SELECT dict_version, items, total_length FROM corpus_stats WHERE tenant_id = $1
+				UNION ALL SELECT dict_version, items, total_length FROM stat_deltas WHERE tenant_id = $1) u
+			GROUP BY 1 HAVING sum(items) > 0) s USING (dict_version)
 		 WHERE r.items IS DISTINCT FROM s.items OR r.len IS DISTINCT FROM s.total_length)`, tenantID).Scan(&n)
 	if err != nil {
 		t.Fatal(err)

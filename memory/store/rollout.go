@@ -33,9 +33,9 @@ var (
 	ErrLeaseLost = errors.New("derivation lease lost")
 )
 
-// versionsChangedCode is raised at commit by the items_rows_per_version
-// trigger (migration 000003) when a capture lacks a row for a version the
-// tenant keeps.
+// versionsChangedCode is raised by dict_version_missing (migration
+// 000022, called by capture.go checkVersionsSQL) when a capture lacks a
+// row for a version the tenant keeps.
 const versionsChangedCode = "PPDV1"
 
 // IsDictVersionsChanged reports whether a capture failed because the

@@ -169,11 +169,18 @@ const (
 		AND NOT EXISTS (SELECT 1 FROM item_births b WHERE b.tenant_id = i.tenant_id AND b.item_id = i.id)`
 	termStatsSQL = `WITH rc AS (SELECT r.dict_version, t.term_id, count(*) AS n
 			FROM retrieval_rows r, unnest(r.term_ids) AS t(term_id) WHERE r.tenant_id = $1 GROUP BY 1, 2),
-		st AS (SELECT dict_version, term_id, df FROM term_stats WHERE tenant_id = $1)
+		st AS (SELECT dict_version, term_id, sum(df) AS df FROM (
+			SELECT dict_version, term_id, df FROM term_stats WHERE tenant_id = $1
+			UNION ALL
+			SELECT d.dict_version, t.term_id, t.df FROM stat_deltas d, unnest(d.term_ids, d.dfs) AS t(term_id, df)
+			WHERE d.tenant_id = $1) s GROUP BY 1, 2)
 		SELECT count(*) FROM rc FULL JOIN st USING (dict_version, term_id) WHERE coalesce(rc.n, 0) <> coalesce(st.df, 0)`
 	corpusStatsSQL = `WITH rc AS (SELECT dict_version, count(*) AS n, sum(length) AS len
 			FROM retrieval_rows WHERE tenant_id = $1 GROUP BY 1),
-		st AS (SELECT dict_version, items, total_length FROM corpus_stats WHERE tenant_id = $1)
+		st AS (SELECT dict_version, sum(items) AS items, sum(total_length) AS total_length FROM (
+			SELECT dict_version, items, total_length FROM corpus_stats WHERE tenant_id = $1
+			UNION ALL
+			SELECT dict_version, items, total_length FROM stat_deltas WHERE tenant_id = $1) s GROUP BY 1)
 		SELECT count(*) FROM rc FULL JOIN st USING (dict_version)
 		WHERE coalesce(rc.n, 0) <> coalesce(st.items, 0) OR coalesce(rc.len, 0) <> coalesce(st.total_length, 0)`
 )

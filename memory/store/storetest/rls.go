@@ -135,13 +135,26 @@ func seedTenant(ctx context.Context, db *store.DB, name string) (store.NewTenant
 	if err != nil {
 		return nt, err
 	}
-	// messages, items, retrieval_rows, term_stats, corpus_stats, activations, item_births
-	got, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv,
-		Role: "user", Fingerprint: []byte("fp"), CreatedAt: time.Now(), ClockAdvance: 3,
-		Items: []store.CaptureItem{{Body: "hello", Tokens: []string{"hello"}, TokenCount: 3, Tau: 1000, Novelty: 0.5,
-			Rows: []store.RetrievalRow{{DictVersion: 1, TermIDs: []int32{1}, Freqs: []int16{1}, Length: 1}}}}})
+	// messages, items, retrieval_rows, stat_deltas, activations, item_births
+	capture := func(fp string) (store.Captured, error) {
+		got, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv,
+			Role: "user", Fingerprint: []byte(fp), CreatedAt: time.Now(), ClockAdvance: 3,
+			Items: []store.CaptureItem{{Body: "hello", Tokens: []string{"hello"}, TokenCount: 3, Tau: 1000, Novelty: 0.5,
+				Rows: []store.RetrievalRow{{DictVersion: 1, TermIDs: []int32{1}, Freqs: []int16{1}, Length: 1}}}}})
+		if err != nil {
+			return got, fmt.Errorf("capture: %w", err)
+		}
+		return got, nil
+	}
+	got, err := capture("fp")
 	if err != nil {
-		return nt, fmt.Errorf("capture: %w", err)
+		return nt, err
+	}
+	if _, err := db.FoldStats(ctx, nt.TenantID); err != nil { // term_stats, corpus_stats
+		return nt, err
+	}
+	if _, err := capture("fp2"); err != nil { // its counts stay in stat_deltas
+		return nt, err
 	}
 	if err := db.ApplyReheats(ctx, nt.TenantID, nt.UserID, got.Clock+1, []store.Reheat{{ItemID: got.ItemIDs[0], Peak: 2}}); err != nil {
 		return nt, fmt.Errorf("reheat: %w", err)
