@@ -268,6 +268,12 @@ func Fingerprint(role string, position int, text string) []byte {
 	return h.Sum(nil)
 }
 
+// Erasures is how many purges and redactions of the tenant this process
+// has applied from the tenant log, whichever process made them. What a
+// caller looked up of the tenant before the count moved (a conversation's
+// id) may be gone since.
+func (e *Engine) Erasures(tenantID int64) uint64 { return e.res.texts.epoch(tenantID) }
+
 // Capture stores one message whole, or nothing.
 func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error) {
 	defer func(start time.Time) { e.observer().Duration("capture", time.Since(start)) }(time.Now())

@@ -33,6 +33,7 @@ const testKey = "ppk_test"
 type fakeDirectory struct {
 	mu      sync.Mutex
 	convs   map[string]int64
+	ensured int              // EnsureConversation calls
 	users   map[string]int64 // beside the key's own "ada" (1)
 	records []store.RequestRecord
 }
@@ -98,6 +99,7 @@ func (d *fakeDirectory) Made() (users, convs int) {
 func (d *fakeDirectory) EnsureConversation(_ context.Context, _, _ int64, ext, _ string) (int64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.ensured++
 	if id, ok := d.convs[ext]; ok {
 		return id, nil
 	}
@@ -133,6 +135,8 @@ type fakeMemory struct {
 	lastQuery memory.FrameQuery
 	// frameErr, when set, is what every frame fails with.
 	frameErr error
+	// erasures is what Erasures reports, for every tenant.
+	erasures uint64
 }
 
 // recollection is what the fake memory puts at the head of every frame.
@@ -338,4 +342,10 @@ func golden(t *testing.T, name string, got []byte) {
 	if string(want) != string(got) {
 		t.Fatalf("%s differs from the golden file\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
 	}
+}
+
+func (m *fakeMemory) Erasures(int64) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.erasures
 }

@@ -72,6 +72,9 @@ type turn struct {
 	loop *toolloop.Loop
 	// session is the harness's own session id, when it sent one.
 	session harnessSession
+	// convKey and convTitle name the conversation, when it came through
+	// this process's cache (convcache.go), to look it up again if gone.
+	convKey, convTitle string
 	// What the provider answered, for the request inspector: the last
 	// round's status (0 when never reached), how long the first round took
 	// to answer, and how many rounds were sent.
@@ -142,7 +145,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 			t.liveText = t.in.messages[t.in.live].text
 		}
 
-		live, err := p.captureLive(ctx, t)
+		live, err := p.captureLive(ctx, c, t)
 		if err != nil {
 			return err
 		}
@@ -195,15 +198,25 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 
 // captureLive stores the live question before anything is forwarded, on a
 // context detached from the client: a hang-up must not lose the turn.
-func (p *Proxy) captureLive(ctx context.Context, t *turn) (*store.Captured, error) {
+func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn) (*store.Captured, error) {
 	if !t.sw.capture || t.sw.probe || strings.TrimSpace(t.liveText) == "" {
 		return nil, nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
 	defer cancel()
-	c, err := p.mem.Capture(cctx, memory.Message{
-		Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(), Hints: t.hints(),
-	})
+	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(), Hints: t.hints()}
+	c, err := p.mem.Capture(cctx, m)
+	if store.ConversationGone(err) && t.convKey != "" {
+		// The cached conversation was purged by a process whose log event
+		// this one has not applied yet; the capture stored nothing. The
+		// conversation is made again, as after any purge.
+		p.convs.forget(convKey{tenant: t.who.TenantID, user: t.who.UserID, ext: t.convKey})
+		if err = p.conversation(cctx, ec, t, t.convKey, t.convTitle); err != nil {
+			return nil, err
+		}
+		m.Who = t.who
+		c, err = p.mem.Capture(cctx, m)
+	}
 	if err != nil {
 		p.log.Error("capture live message failed", "request_id", t.rid, "tenant", t.who.TenantID, "err", err)
 		return nil, &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded,

@@ -51,6 +51,10 @@ type Memory interface {
 	// RunTool runs one memory tool call of the turn whose frame st was
 	// started from; bad arguments come back as result text.
 	RunTool(ctx context.Context, st *memory.ToolState, name string, args json.RawMessage) (string, error)
+	// Erasures counts the tenant's purges and redactions this process has
+	// applied: a cached conversation id older than a change of it is
+	// looked up again (convcache.go).
+	Erasures(tenantID int64) uint64
 }
 
 // Config is the proxy's share of the service configuration.
@@ -100,6 +104,7 @@ type Proxy struct {
 	after sync.WaitGroup
 
 	keys    *keyCache
+	convs   *convCache
 	limits  *limits.Limiter
 	touched *every // by key id: its "last used" write
 	pruned  *every // by tenant id: the inspector's prune of expired records
@@ -142,7 +147,7 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 	cutCtx, cutNow := context.WithCancel(context.Background())
 	p := &Proxy{cutCtx: cutCtx, cutNow: cutNow, cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
-		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval)}
+		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), convs: newConvCache()}
 	// Background refreshes of the key and limit caches are tracked with the
 	// reply captures, so Drain waits for them too.
 	p.keys = newKeyCache(keyCacheTTL, p.background)

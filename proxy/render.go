@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
@@ -41,12 +42,46 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	fields := make(map[string]json.RawMessage, len(in.fields))
-	for k, v := range in.fields {
-		fields[k] = v
+	return encodeWith(in.fields, in.listKey, raw)
+}
+
+// encodeWith is json.Marshal of fields with key's value replaced by raw,
+// which json.Marshal made (compact, HTML escaped) and is written as it is:
+// it holds the frame, tens of kB that encoding the map would scan and
+// copy again.
+func encodeWith(fields map[string]json.RawMessage, key string, raw []byte) ([]byte, error) {
+	keys := make([]string, 0, len(fields)+1)
+	size := len(raw)
+	for k, v := range fields {
+		if k != key {
+			keys = append(keys, k)
+			size += len(k) + len(v) + 4
+		}
 	}
-	fields[in.listKey] = raw
-	return json.Marshal(fields)
+	keys = append(keys, key)
+	slices.Sort(keys)
+	out := make([]byte, 0, size+len(key)+4)
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, kb...), ':')
+		if k == key {
+			out = append(out, raw...)
+			continue
+		}
+		v, err := json.Marshal(fields[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return append(out, '}'), nil
 }
 
 // frameMessage is one frame turn as a message (Responses: an input item);

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/proxy/limits"
 )
@@ -75,7 +76,8 @@ func (p *Proxy) conversation(ctx context.Context, c echo.Context, t *turn, key, 
 	var err error
 	switch {
 	case !storesNothing(c):
-		id, err = p.dir.EnsureConversation(ctx, t.who.TenantID, t.who.UserID, key, storableTitle(title))
+		t.convKey, t.convTitle = key, title
+		id, err = p.ensureConversation(ctx, t.who, key, title)
 	case t.who.UserID == 0:
 		return nil
 	default:
@@ -90,6 +92,23 @@ func (p *Proxy) conversation(ctx context.Context, c echo.Context, t *turn, key, 
 	t.who.ConversationID = id
 	c.Response().Header().Set(HeaderConvID, strconv.FormatInt(id, 10))
 	return nil
+}
+
+// ensureConversation is EnsureConversation through this process's cache.
+func (p *Proxy) ensureConversation(ctx context.Context, who memory.Who, key, title string) (int64, error) {
+	k := convKey{tenant: who.TenantID, user: who.UserID, ext: key}
+	// Read before the lookup: an erasure applied meanwhile leaves the
+	// entry already stale.
+	erasures := p.mem.Erasures(who.TenantID)
+	if id, ok := p.convs.get(k, erasures); ok {
+		return id, nil
+	}
+	id, err := p.dir.EnsureConversation(ctx, who.TenantID, who.UserID, key, storableTitle(title))
+	if err != nil {
+		return 0, err
+	}
+	p.convs.put(k, id, erasures)
+	return id, nil
 }
 
 // creatorKey carries, in a request's context, the key whose new memory

@@ -3,9 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
@@ -292,5 +295,49 @@ func BenchmarkRecordRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestInspectionCompressedWithLZ4: a record large enough to be compressed
+// is written with lz4 (the cheap method; RecordRequest's lz4SQL) where the
+// server has it, and reads back whole.
+func TestInspectionCompressedWithLZ4(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	nt, err := db.CreateTenantWith(ctx, "inspect-lz4", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lz4 bool
+	if err := db.Pool.QueryRow(ctx, `SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`).Scan(&lz4); err != nil {
+		t.Fatal(err)
+	}
+	if !lz4 {
+		t.Skip("this PostgreSQL is built without lz4")
+	}
+	in := &store.Inspection{Question: "what did we say about the ferry?"}
+	for i := range 200 {
+		in.Turns = append(in.Turns, store.InspectTurn{Role: "user", Text: fmt.Sprintf("turn %d: the ferry leaves platform %d at %d:%02d", i, i%9, i%24, i%60)})
+	}
+	if err := db.RecordRequest(ctx, store.RequestRecord{TenantID: nt.TenantID, RequestID: "r-big", UserID: nt.UserID,
+		Dialect: "openai-chat", Provider: "openai", Status: 200, Inspection: in, InspectRetention: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	var method string
+	var id int64
+	err = db.InTenant(ctx, nt.TenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT request_id, coalesce(pg_column_compression(record), 'none') FROM request_inspections WHERE tenant_id = $1`,
+			nt.TenantID).Scan(&id, &method)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method != "lz4" {
+		t.Fatalf("record compressed with %s, want lz4", method)
+	}
+	got, err := db.Request(ctx, nt.TenantID, id)
+	if err != nil || got.Record == nil || len(got.Record.Turns) != 200 || got.Record.Turns[199].Text != in.Turns[199].Text {
+		t.Fatalf("record read back: %v", err)
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/perpetuity/perpetuity/memory/dict"
 )
@@ -275,10 +278,14 @@ const ensureConversationSQL = `INSERT INTO conversations (tenant_id, user_id, ex
 	ON CONFLICT (tenant_id, user_id, ext_key) DO UPDATE SET ext_key = EXCLUDED.ext_key RETURNING id, xmax = 0`
 
 // EnsureConversation returns the id of the user's conversation with this
-// key, creating it on first sight.
+// key, creating it on first sight. The common case, a conversation that
+// exists, is one round trip that writes nothing.
 func (db *DB) EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error) {
-	var id int64
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+	id, err := db.FindConversation(ctx, tenantID, userID, extKey)
+	if !errors.Is(err, ErrNotFound) {
+		return id, err
+	}
+	err = db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, findConversationSQL, tenantID, userID, extKey).Scan(&id)
 		if err != pgx.ErrNoRows {
 			return err
@@ -293,6 +300,15 @@ func (db *DB) EnsureConversation(ctx context.Context, tenantID, userID int64, ex
 		return 0, fmt.Errorf("ensure conversation: %w", err)
 	}
 	return id, nil
+}
+
+// ConversationGone reports whether err is a capture refused because its
+// conversation no longer exists: the user was purged after the id was
+// looked up. The refused transaction stored nothing.
+func ConversationGone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == pgerrcode.ForeignKeyViolation &&
+		pe.ConstraintName == "messages_tenant_id_conversation_id_fkey"
 }
 
 // deleteTenantSQL removes every row of a tenant, children first. Used for

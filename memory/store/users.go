@@ -66,11 +66,12 @@ func (db *DB) EnsureUserForKey(ctx context.Context, tenantID, keyID int64, name 
 }
 
 // FindConversation finds the user's conversation with this key without
-// creating it (EnsureConversation would): for requests that store nothing.
+// creating it (EnsureConversation would): for requests that store nothing,
+// and EnsureConversation's first look. One round trip.
 func (db *DB) FindConversation(ctx context.Context, tenantID, userID int64, extKey string) (int64, error) {
 	var id int64
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, findConversationSQL, tenantID, userID, extKey).Scan(&id)
+	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+		b.Queue(findConversationSQL, tenantID, userID, extKey).QueryRow(func(r pgx.Row) error { return r.Scan(&id) })
 	})
 	if err != nil {
 		return 0, fmt.Errorf("conversation: %w", notFound(err))

@@ -1,6 +1,7 @@
 package toolloop
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 
@@ -26,27 +27,70 @@ func (chatLoop) definition(s memory.ToolSpec) json.RawMessage {
 }
 
 // instruct adds the instruction as a message of its own after the
-// harness's leading system (or developer) messages, in their role.
+// harness's leading system (or developer) messages, in their role. The
+// messages (the whole frame) are read only up to there, and the
+// instruction goes into the array's bytes.
 func (chatLoop) instruct(o *jsonx.Object) {
-	msgs := o.Array("messages")
-	at := 0
-	role := "system"
-	for at < len(msgs) {
-		var m struct {
-			Role string `json:"role"`
-		}
-		if json.Unmarshal(msgs[at], &m) != nil || (m.Role != "system" && m.Role != "developer") {
-			break
-		}
-		role = m.Role
-		at++
-	}
+	msgs, compact := o.GetCompact("messages")
+	lead, err := leadingSystem(msgs)
 	ins, _ := json.Marshal(struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
-	}{role, memory.ToolInstructions})
-	msgs = append(msgs[:at], append([]json.RawMessage{ins}, msgs[at:]...)...)
-	o.Set("messages", msgs)
+	}{lead.role, memory.ToolInstructions})
+	if err != nil { // no array of messages: the instruction alone
+		o.Set("messages", []json.RawMessage{ins})
+		return
+	}
+	out := make([]byte, 0, len(msgs)+len(ins)+1)
+	out = append(out, msgs[:lead.end]...)
+	if lead.n > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, ins...)
+	if lead.n == 0 && lead.more {
+		out = append(out, ',')
+	}
+	out = append(out, msgs[lead.end:]...)
+	if compact { // and so is the instruction
+		o.SetCompact("messages", out)
+	} else {
+		o.SetRaw("messages", out)
+	}
+}
+
+// leading is where a messages array's leading system or developer
+// messages end.
+type leading struct {
+	n    int    // how many
+	end  int    // the offset just past the last of them, or past the '['
+	role string // the last one's role; "system" when none
+	more bool   // another element follows
+}
+
+// leadingSystem reads a messages array up to its first message that is
+// not a system or developer message. The array is valid JSON (a parsed
+// object's member).
+func leadingSystem(msgs []byte) (leading, error) {
+	l := leading{role: "system"}
+	dec := json.NewDecoder(bytes.NewReader(msgs))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return l, errors.New("messages: not an array")
+	}
+	l.end = int(dec.InputOffset())
+	for dec.More() {
+		var m struct {
+			Role string `json:"role"`
+		}
+		var te *json.UnmarshalTypeError
+		if err := dec.Decode(&m); errors.As(err, &te) || (err == nil && m.Role != "system" && m.Role != "developer") {
+			l.more = true
+			return l, nil
+		} else if err != nil {
+			return l, err
+		}
+		l.n, l.end, l.role = l.n+1, int(dec.InputOffset()), m.Role
+	}
+	return l, nil
 }
 
 // results are one tool message per call.

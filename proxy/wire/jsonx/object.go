@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Object is a JSON object whose keys keep their order. It is either built
@@ -30,6 +31,121 @@ type member struct {
 // ParseObject reads a JSON object for editing. A key that comes twice keeps
 // its first place and its last value.
 func ParseObject(b []byte) (*Object, error) {
+	if o, ok := scanObject(b); ok {
+		return o, nil
+	}
+	return parseByDecoder(b)
+}
+
+// scanObject is ParseObject's fast path. Every body the proxy sends and
+// most it receives pass through ParseObject, tens of kB with a frame in
+// them; the decoder reads each member value three times (scanning for its
+// end, validating it, copying it) and the values then get compacted again
+// on the way out. Here a value's end is found in one pass that also notes
+// whether it is compact already (then written out as it is), and the
+// value is validated once. Whatever it is not sure of (not valid JSON, a
+// key with escapes or not UTF-8) goes to decodeObject, so the result and the errors are
+// the decoder's.
+func scanObject(b []byte) (*Object, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	o := &Object{}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return o, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, false
+		}
+		end, _ := skipValue(b, i)
+		if end < 0 || bytes.IndexByte(b[i:end], '\\') >= 0 || !json.Valid(b[i:end]) {
+			return nil, false
+		}
+		key := b[i+1 : end-1]
+		if !utf8.Valid(key) { // the decoder replaces what is not UTF-8
+			return nil, false
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(b, i+1)
+		end, compact := skipValue(b, i)
+		if end < 0 || !json.Valid(b[i:end]) {
+			return nil, false
+		}
+		o.put(string(key), bytes.Clone(b[i:end]), compact)
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case '}':
+			return o, true
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return nil, false
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the value starting at b[i] (-1 when it has
+// none) and whether it holds no whitespace outside its strings. It checks
+// only the nesting: the caller validates the value.
+func skipValue(b []byte, i int) (end int, compact bool) {
+	compact = true
+	depth := 0
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(b) {
+				return -1, false
+			}
+			if depth == 0 {
+				return i + 1, compact
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i, compact // the end of a number or literal
+			}
+			if depth--; depth == 0 {
+				return i + 1, compact
+			}
+		case ' ', '\t', '\n', '\r', ',', ':':
+			if depth == 0 {
+				return i, compact
+			}
+			if c != ',' && c != ':' {
+				compact = false
+			}
+		}
+	}
+	if depth != 0 {
+		return -1, false
+	}
+	return i, compact
+}
+
+// parseByDecoder is ParseObject by the decoder.
+func parseByDecoder(b []byte) (*Object, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil {
@@ -83,10 +199,18 @@ func (o *Object) put(k string, v json.RawMessage, encoded bool) {
 
 // Get is a member's value (nil when absent).
 func (o *Object) Get(k string) json.RawMessage {
+	v, _ := o.GetCompact(k)
+	return v
+}
+
+// GetCompact is Get, and whether the value is compact already (encoded
+// here, or parsed without whitespace): an edit of its bytes that keeps it
+// so may be set back with SetCompact.
+func (o *Object) GetCompact(k string) (json.RawMessage, bool) {
 	if i := o.find(k); i >= 0 {
-		return o.members[i].val
+		return o.members[i].val, o.members[i].encoded
 	}
-	return nil
+	return nil, false
 }
 
 // Has reports a member present with a value other than null.
@@ -166,6 +290,20 @@ func (o *Object) SetRaw(key string, raw []byte) {
 	o.put(key, raw, false)
 }
 
+// SetCompact is SetRaw for a value that is valid, compact JSON (see
+// GetCompact): it is written out as it is, not compacted again. A body
+// holding a frame is tens of kB.
+func (o *Object) SetCompact(key string, raw []byte) {
+	if o.err != nil || o.used[key] {
+		return
+	}
+	if _, ok := o.extra[key]; ok {
+		o.SetRaw(key, raw)
+		return
+	}
+	o.put(key, raw, true)
+}
+
 // SetExtra adds every key of extra in sorted order, except keys an earlier
 // Set already took from the registered extras.
 func (o *Object) SetExtra(extra map[string]json.RawMessage) {
@@ -182,6 +320,11 @@ func (o *Object) Bytes() ([]byte, error) {
 		return nil, o.err
 	}
 	var b bytes.Buffer
+	size := 2
+	for _, m := range o.members {
+		size += len(m.key) + len(m.val) + 4
+	}
+	b.Grow(size)
 	b.WriteByte('{')
 	for i, m := range o.members {
 		if i > 0 {

@@ -94,3 +94,67 @@ func TestObjectJSONPanics(t *testing.T) {
 	o.Set("f", func() {})
 	o.JSON()
 }
+
+// FuzzParseObject: the fast path reads what the decoder reads, member for
+// member, and writes it back the same; what it declines the decoder reads.
+func FuzzParseObject(f *testing.F) {
+	for _, s := range []string{`{}`, ` { "a" : 1 , "b":[1, {"c": "x y"}] } `, `{"a":"\"}\\"}`, `{"k\u0041":1}`,
+		`{"a":1}trailing`, `{"a":tru}`, `{"a":[1,2}`, `{"a":"\x01"}`, `{"a":1,"a":{"b":null}}`, `{"n":-1.5e3,"s":"é"}`,
+		`{"a":}`, `{"a" 1}`, `{"a":1,}`, `[{"a":1}]`, `{"a":{"b":[]}, "c" : "} ]"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := scanObject(b)
+		slow, err := parseByDecoder(b)
+		if !ok {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%q: fast path read what the decoder refuses: %v", b, err)
+		}
+		if len(fast.members) != len(slow.members) {
+			t.Fatalf("%q: %d members, decoder %d", b, len(fast.members), len(slow.members))
+		}
+		for i, m := range fast.members {
+			if s := slow.members[i]; m.key != s.key || string(m.val) != string(s.val) {
+				t.Fatalf("%q: member %d is %q=%s, decoder %q=%s", b, i, m.key, m.val, s.key, s.val)
+			}
+		}
+		if got, want := string(fast.JSON()), string(slow.JSON()); got != want {
+			t.Fatalf("%q: writes %s, decoder %s", b, got, want)
+		}
+	})
+}
+
+// TestParseObjectFastPath: the bodies the proxy sends take the fast path.
+func TestParseObjectFastPath(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{`{"model":"m","messages":[{"role":"user","content":"a \"quoted\" {brace}"}],"n":1,"x":null,"t":true}`, ` { "a" : [ 1 ] } `} {
+		if _, ok := scanObject([]byte(in)); !ok {
+			t.Errorf("%s: declined", in)
+		}
+	}
+}
+
+// TestGetCompact: a parsed value without whitespace is compact, one with
+// is not; a compact value set back is written as it is.
+func TestGetCompact(t *testing.T) {
+	t.Parallel()
+	o, err := ParseObject([]byte(`{"a":[1,"x y"],"b":[1, 2]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, c := o.GetCompact("a"); !c {
+		t.Error("a: not compact")
+	}
+	if _, c := o.GetCompact("b"); c {
+		t.Error("b: compact")
+	}
+	if _, c := o.GetCompact("zz"); c {
+		t.Error("absent: compact")
+	}
+	o.SetCompact("a", []byte(`[1,"x y",3]`))
+	if got, want := string(o.JSON()), `{"a":[1,"x y",3],"b":[1,2]}`; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
