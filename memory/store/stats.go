@@ -22,8 +22,8 @@ import (
 const (
 	foldLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('perpetuity stat_deltas', $1))`
 	deltaCols   = `RETURNING dict_version, items, total_length, term_ids, dfs`
-	// The oldest rows first, so a fold that stops early has moved the
-	// rows it read.
+	// The oldest rows first, so that successive batches drain them in
+	// capture order.
 	foldOldestSQL = `DELETE FROM stat_deltas WHERE tenant_id = $1 AND (message_id, dict_version) IN (
 			SELECT message_id, dict_version FROM stat_deltas WHERE tenant_id = $1
 			ORDER BY message_id, dict_version LIMIT $2) ` + deltaCols
