@@ -343,6 +343,11 @@ var deleteTenantSQL = []string{
 // DeleteTenant removes a tenant and everything it stored, in one transaction.
 func (db *DB) DeleteTenant(ctx context.Context, tenantID int64) error {
 	return db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+		// A fold running meanwhile would deadlock with the deletes below or
+		// put term rows back after them: hold its lock (stats.go).
+		if _, err := tx.Exec(ctx, foldLockSQL, tenantID); err != nil {
+			return fmt.Errorf("delete tenant: fold lock: %w", err)
+		}
 		for _, q := range deleteTenantSQL {
 			if _, err := tx.Exec(ctx, q, tenantID); err != nil {
 				return fmt.Errorf("delete tenant: %w", err)
