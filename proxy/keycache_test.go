@@ -37,6 +37,16 @@ func TestKeyCache(t *testing.T) {
 	if lookups != 4 {
 		t.Fatalf("wrong keys must not be cached: %d lookups", lookups)
 	}
+	// Entries are keyed by the key's hash, never by the key itself.
+	if _, ok := c.c.Peek("ppk_good"); ok {
+		t.Fatal("the cache holds a raw key")
+	}
+	if _, ok := c.c.Peek(string(store.HashKey("ppk_good"))); !ok {
+		t.Fatal("the resolved key is not cached under its hash")
+	}
+	if _, ok := c.c.Peek(string(store.HashKey("ppk_bad"))); ok {
+		t.Fatal("a wrong key was cached")
+	}
 	revoked = true
 	time.Sleep(60 * time.Millisecond)
 	if _, err := c.resolve(ctx, "ppk_good", lookup); err != store.ErrNotFound {

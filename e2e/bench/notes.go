@@ -43,7 +43,7 @@ func (r *Report) notes(m *mdw) {
 			ms(db), pct(db, p.C1.Added50), ms(p.C1.Added50))
 		m.p("process and read again in the background once they are 1 s old (proxy/fresh), and a request with")
 		m.p("capture and recall off asks for no conversation, so none of these sits on a request of a key in steady")
-		m.p("use (a plain 2 s cache made one request in every 2 s wait for both reads: that was the streaming p99).")
+		m.p("use; a plain 2 s cache made the first request of a key every 2 s wait for both reads.")
 		m.p("One more HTTP hop through the plainest Go proxy adds %s ms here.", ms(p.Hop.Added50))
 		if rest := p.C1.Added50 - p.Hop.Added50; rest > 0 {
 			m.p("The remaining %s ms is Perpetuity's own handling (reading the body, parsing and re-encoding it,", ms(rest))
