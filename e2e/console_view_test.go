@@ -381,11 +381,11 @@ func TestBrowserViewDictionariesAndIntegrity(t *testing.T) {
 	// Integrity: one line per check, in words, with its count.
 	a.step("integrity", chromedp.Navigate(s.URL+"/console/integrity"), chromedp.Click(byTestID("integrity-run")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="integrity-report"][data-running="false"]`)), chromedp.WaitVisible(byTestID("checks-table")))
-	if got := a.text(byTestID("integrity-verdict")); got != "All 7 checks passed" {
+	if got := a.text(byTestID("integrity-verdict")); got != "All 8 checks passed" {
 		t.Errorf("verdict %q", got)
 	}
 	names := a.texts(`[data-testid="check-name"]`)
-	if strings.Join(names, ", ") != "Retrieval rows, Scoring counts, Birth and decay, Team boundaries, Serving memory, Chain graph, Labels" {
+	if strings.Join(names, ", ") != "Retrieval rows, Scoring counts, Birth and decay, Team boundaries, Serving memory, Chain graph, Arena segments, Labels" {
 		t.Errorf("check lines %q", names)
 	}
 	for _, v := range a.texts(`[data-testid="check-violations"]`) {

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -102,6 +103,9 @@ type Options struct {
 	// ArenaBudget bounds, in bytes, the resident arenas (budget.go; <= 0:
 	// unlimited, every tenant used stays loaded).
 	ArenaBudget int64
+	// SegmentItems is how many rows an arena segment a cold load leaves
+	// holds (segments.go; 0: store.SegmentItems, < 0: none are written).
+	SegmentItems int
 }
 
 // Context brings the turns around a match into the frame: the neighbours of
@@ -235,6 +239,9 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 		// holds: it follows the arenas out, and a capture or the next
 		// frame's brings the tenant back.
 		res.evicted = opt.Chain.Forget
+	}
+	if ss, ok := st.(SegmentStore); ok && opt.SegmentItems >= 0 {
+		res.segs = newSegmentWriter(ss, cmp.Or(opt.SegmentItems, store.SegmentItems), opt.Errors)
 	}
 	return &Engine{store: st, an: an, dict: dict, opt: opt, res: res,
 		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors),

@@ -73,8 +73,10 @@ func (r *reheats) start(ctx context.Context, k viewerKey, write func(context.Con
 }
 
 // WaitReheats blocks until every deferred reheat is written and every
-// background fold of frequency counts has ended (shutdown).
+// background fold of frequency counts and write of arena segments has
+// ended (shutdown).
 func (e *Engine) WaitReheats() {
 	e.pending.wg.Wait()
 	e.folds.wg.Wait()
+	e.res.segs.wait()
 }

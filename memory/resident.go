@@ -36,6 +36,9 @@ type residents struct {
 	// evicted (nil: nothing) hears of each tenant evicted, outside mu: the
 	// chain writer lets its graph go with the arena.
 	evicted func(tenantID int64)
+	// segs (nil: none) keeps what a cold load read as segments for the
+	// next one (segments.go).
+	segs *segmentWriter
 }
 
 // resident is one tenant's arena and how far it has read the tenant's log.
@@ -136,6 +139,7 @@ func (rs *residents) current(ctx context.Context, r *resident) (view, error) {
 		rs.resize(r)
 		if watermark == 0 {
 			rs.loaded(time.Since(start))
+			rs.segs.loaded(tenantID, head.DictVersion, cu)
 		}
 		return r.view(), nil
 	}

@@ -288,10 +288,10 @@ func TestIntegrityFromConsole(t *testing.T) {
 		}
 	}
 	r := run()
-	if v := strings.TrimSpace(r.TestID("integrity-verdict").Text()); v != "All 7 checks passed" {
+	if v := strings.TrimSpace(r.TestID("integrity-verdict").Text()); v != "All 8 checks passed" {
 		t.Fatalf("clean team: verdict %q", v)
 	}
-	if n := r.TestID("check-row").Length(); n != 7 || r.Doc.Find(`[data-testid="check-row"][data-outcome="fail"], [data-testid="check-row"][data-outcome="skipped"]`).Length() != 0 {
+	if n := r.TestID("check-row").Length(); n != 8 || r.Doc.Find(`[data-testid="check-row"][data-outcome="fail"], [data-testid="check-row"][data-outcome="skipped"]`).Length() != 0 {
 		t.Fatalf("clean team: %d check lines, not all pass:\n%s", n, r.TestID("checks-table").Text())
 	}
 	if strings.Contains(r.Body, "arena not compared") {
@@ -312,7 +312,7 @@ func TestIntegrityFromConsole(t *testing.T) {
 	}
 	failed := r.Doc.Find(`[data-testid="check-row"][data-outcome="fail"]`)
 	if failed.Length() != 1 || failed.Find(`[data-testid="check-name"]`).Text() != "Scoring counts" ||
-		failed.Find(`[data-testid="check-violations"]`).Text() != "1" || !strings.Contains(r.TestID("integrity-verdict").Text(), "1 of 7 checks failed") {
+		failed.Find(`[data-testid="check-violations"]`).Text() != "1" || !strings.Contains(r.TestID("integrity-verdict").Text(), "1 of 8 checks failed") {
 		t.Fatalf("broken count's check line: %s", r.TestID("checks-table").Text())
 	}
 	list := o.admin.Get("/console/integrity")

@@ -38,5 +38,5 @@ FROM unnest(ARRAY['memory_users', 'api_keys', 'conversations', 'messages', 'item
                   'tenant_log', 'requests', 'dict_rollouts', 'item_births',
                   'integrity_reports', 'integrity_violations', 'console_invites',
                   'tenant_limits', 'bindings', 'dense_components',
-                  'key_user_creations', 'chain_edges', 'chain_heads',
+                  'key_user_creations', 'chain_edges', 'chain_heads', 'arena_segments',
                   'reply_sources', 'request_inspections', 'request_inspection_items']) AS t;

@@ -18,10 +18,22 @@ type ColdResult struct {
 	Items  int
 	Dict   int // the tenant's dictionary version
 	Rounds int
-	// Took is the catch-up (read + build), median over rounds; Lo/Hi the spread.
+	// Took is the catch-up (read + build) of a tenant whose arena segments
+	// an earlier load wrote, as a restarted process loads it: median over
+	// rounds; Lo/Hi the spread.
 	Took, TookLo, TookHi time.Duration
 	Read, Build          time.Duration // its two parts, medians
 	PerSec               float64       // items per second at the median
+	// First is the same from rows alone (no segments yet: a tenant's first
+	// load ever), median; FirstRead its read.
+	First, FirstRead time.Duration
+	FirstPerSec      float64
+	// Segments is how many segments the first load's read was cut into,
+	// SegmentWrite the time to write them (in serving, in the background
+	// after that load), SegmentBytes their payloads' size.
+	Segments     int
+	SegmentWrite time.Duration
+	SegmentBytes int64
 	// BytesPerItem is the arena's own accounting; HeapPerItem the Go heap
 	// it holds after a collection, per item.
 	BytesPerItem float64
@@ -47,48 +59,43 @@ func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string
 	if err != nil {
 		return nil, err
 	}
-	var took, read, build []time.Duration
-	for round := range cfg.ColdRounds {
-		lg.printf("cold start %s: round %d/%d", itemsLabel(t.Items), round+1, cfg.ColdRounds)
-		runtime.GC()
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		t0 := time.Now()
-		cu, err := db.ReadCatchUp(ctx, t.ID, 0, t.Dict)
-		if err != nil {
-			return nil, err
-		}
-		t1 := time.Now()
-		// As the resident catch-up loads a tenant from scratch
-		// (memory/resident.go): the space of the version and the tenant's
-		// frozen component, an arena sized for its vectors, the product's
-		// conversion of each row.
-		var sp *dict.Space
-		if vecSpace != nil {
-			if sp, err = dict.NewSpace(vecSpace.V, cu.Component); err != nil {
-				return nil, fmt.Errorf("cold start: %w", err)
-			}
-		}
-		ar := arena.New(arenaOptions(sp))
-		batch := memory.ToArenaItems(cu.Items, sp)
-		ar.Add(batch...)
-		t2 := time.Now()
-		if got := ar.Len(); got < t.Items {
-			return nil, fmt.Errorf("cold start: the arena holds %d items, the tenant %d", got, t.Items)
-		}
-		cu, batch = store.CatchUp{}, nil
-		runtime.GC()
-		runtime.ReadMemStats(&m1)
-		st := ar.Stats()
-		res.BytesPerItem = st.BytesPerItem
-		res.HeapPerItem = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(st.Items)
-		runtime.KeepAlive(ar)
-		took, read, build = append(took, t2.Sub(t0)), append(read, t1.Sub(t0)), append(build, t2.Sub(t1))
+	// A tenant's first load reads rows alone; the segments it leaves make
+	// every later one (a restart, a reload after eviction) read them.
+	if err := db.DropSegments(ctx, t.ID); err != nil {
+		return nil, err
 	}
-	res.Rounds = len(took)
-	res.Took, res.Read, res.Build = Median(took), Median(read), Median(build)
-	res.TookLo, res.TookHi = Span(took)
+	space := func(component []byte) (*dict.Space, error) {
+		if vecSpace == nil {
+			return nil, nil
+		}
+		return dict.NewSpace(vecSpace.V, component)
+	}
+	first, err := coldRounds(ctx, db, t, space, cfg, lg, "from rows", true)
+	if err != nil {
+		return nil, err
+	}
+	res.First, res.FirstRead = first.took, first.read
+	res.FirstPerSec = float64(t.Items) / res.First.Seconds()
+	w0 := time.Now()
+	segs := store.CutSegments(first.last.Items, first.last.Segmented, first.last.Head.Seq, store.SegmentItems)
+	n, err := db.WriteSegments(ctx, t.ID, first.last.Head.DictVersion, first.last.Head.Seq, segs)
+	if err != nil {
+		return nil, err
+	}
+	res.SegmentWrite, res.Segments = time.Since(w0), n
+	for _, s := range segs {
+		res.SegmentBytes += int64(len(s.Payload))
+	}
+	first.last = store.CatchUp{}
+	seg, err := coldRounds(ctx, db, t, space, cfg, lg, "from segments", false)
+	if err != nil {
+		return nil, err
+	}
+	res.Rounds = len(seg.tooks)
+	res.Took, res.Read, res.Build = seg.took, seg.read, seg.build
+	res.TookLo, res.TookHi = Span(seg.tooks)
 	res.PerSec = float64(t.Items) / res.Took.Seconds()
+	res.BytesPerItem, res.HeapPerItem = seg.bytesPerItem, seg.heapPerItem
 
 	// The same through a fresh engine, which is what a new serving process does.
 	eng := k.engine()
@@ -113,6 +120,60 @@ func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string
 			return nil, err
 		}
 	}
+	return res, nil
+}
+
+// coldPass is one way of loading, measured over rounds.
+type coldPass struct {
+	tooks                     []time.Duration
+	took, read, build         time.Duration // medians
+	bytesPerItem, heapPerItem float64
+	last                      store.CatchUp // the last round's read
+}
+
+func coldRounds(ctx context.Context, db *store.DB, t *Tenant, space func([]byte) (*dict.Space, error), cfg Config, lg *logger, how string, keep bool) (coldPass, error) {
+	var res coldPass
+	var read, build []time.Duration
+	for round := range cfg.ColdRounds {
+		lg.printf("cold start %s %s: round %d/%d", itemsLabel(t.Items), how, round+1, cfg.ColdRounds)
+		res.last = store.CatchUp{}
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		t0 := time.Now()
+		cu, err := db.ReadCatchUp(ctx, t.ID, 0, t.Dict)
+		if err != nil {
+			return res, err
+		}
+		t1 := time.Now()
+		// As the resident catch-up loads a tenant from scratch
+		// (memory/resident.go): the space of the version and the tenant's
+		// frozen component, an arena sized for its vectors, the product's
+		// conversion of each row.
+		sp, err := space(cu.Component)
+		if err != nil {
+			return res, fmt.Errorf("cold start: %w", err)
+		}
+		ar := arena.New(arenaOptions(sp))
+		batch := memory.ToArenaItems(cu.Items, sp)
+		ar.Add(batch...)
+		t2 := time.Now()
+		if got := ar.Len(); got < t.Items {
+			return res, fmt.Errorf("cold start %s: the arena holds %d items, the tenant %d", how, got, t.Items)
+		}
+		if keep {
+			res.last = cu
+		}
+		cu, batch = store.CatchUp{}, nil
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		st := ar.Stats()
+		res.bytesPerItem = st.BytesPerItem
+		res.heapPerItem = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(st.Items)
+		runtime.KeepAlive(ar)
+		res.tooks, read, build = append(res.tooks, t2.Sub(t0)), append(read, t1.Sub(t0)), append(build, t2.Sub(t1))
+	}
+	res.took, res.read, res.build = Median(res.tooks), Median(read), Median(build)
 	return res, nil
 }
 

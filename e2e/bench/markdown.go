@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perpetuity/perpetuity/memory/store"
 )
 
 // mdw writes markdown, keeping the first write error.
@@ -330,7 +332,11 @@ func (r *Report) cold(m *mdw) {
 	m.p("## 5. Cold start")
 	m.p("")
 	m.p("A process with no arena reading the whole tenant from PostgreSQL (`store.ReadCatchUp` in one snapshot)")
-	m.p("and building its arena, as the first request of a tenant does; %d rounds. \"Engine\" is the same done by a", r.Cold[0].Rounds)
+	m.p("and building its arena, as a restarted process's first request of a tenant does: the arena segments an")
+	m.p("earlier load wrote (`memory/store/segment.go`, runs of %d rows stored as one value each), then the rows", store.SegmentItems)
+	m.p("past them; %d rounds. \"First load\" is the same from rows alone, as a tenant's first load ever reads it", r.Cold[0].Rounds)
+	m.p("(median of as many rounds), and \"segments\" what that load's read was cut into and the time to write them,")
+	m.p("which serving spends in the background after such a load. \"Engine\" is the same done by a")
 	m.p("fresh `memory.Engine`: its first frame (catch-up plus one frame) and a warm frame for comparison.")
 	m.p("\"Reload\" is a frame of a tenant evicted under `PERPETUITY_ARENA_BUDGET` (an engine whose budget holds")
 	m.p("no arena, after a first frame paid the process's one-time costs) and, in brackets, its load alone;")
@@ -344,7 +350,10 @@ func (r *Report) cold(m *mdw) {
 	m.p("")
 	row := func(label string, c ColdResult) []string {
 		return []string{label, ms(c.Took), spread(c.TookLo, c.TookHi), ms(c.Read), ms(c.Build),
-			fmt.Sprintf("**%.0fk**", c.PerSec/1000), fmt.Sprintf("%.0f", c.BytesPerItem), fmt.Sprintf("%.0f", c.HeapPerItem),
+			fmt.Sprintf("**%.0fk**", c.PerSec/1000),
+			fmt.Sprintf("%s (read %s): %.0fk/s", ms(c.First), ms(c.FirstRead), c.FirstPerSec/1000),
+			fmt.Sprintf("%d, %.0f MiB, %s ms", c.Segments, float64(c.SegmentBytes)/(1<<20), ms(c.SegmentWrite)),
+			fmt.Sprintf("%.0f", c.BytesPerItem), fmt.Sprintf("%.0f", c.HeapPerItem),
 			ms(c.EngineFirst), ms(c.EngineWarm), reload(c)}
 	}
 	var rows [][]string
@@ -354,7 +363,7 @@ func (r *Report) cold(m *mdw) {
 			rows = append(rows, row(itemsLabel(c.Items)+", v3", c3))
 		}
 	}
-	m.table([]string{"items", "catch-up (ms)", "spread", "read", "build", "items/s", "arena B/item", "Go heap B/item", "engine first frame", "warm frame", "reload (load)"}, rows)
+	m.table([]string{"items", "catch-up (ms)", "spread", "read", "build", "items/s", "first load (ms)", "segments", "arena B/item", "Go heap B/item", "engine first frame", "warm frame", "reload (load)"}, rows)
 }
 
 // reload is a cold row's reload after eviction, "–" where not measured.

@@ -158,8 +158,11 @@ func (r *Report) notes(m *mdw) {
 	}
 	if len(r.Cold) > 0 && has("cold") {
 		c := r.Cold[len(r.Cold)-1]
-		m.p("**Cold start (§5).** Of the %s ms catch-up at %s items, reading from PostgreSQL takes %s ms and",
-			ms(c.Took), itemsLabel(c.Items), ms(c.Read))
+		if c3, ok := r.coldV3At(c.Items); ok {
+			c = c3
+		}
+		m.p("**Cold start (§5).** Of the %s ms catch-up at %s items (dictionary v%d), reading from PostgreSQL takes %s ms and",
+			ms(c.Took), itemsLabel(c.Items), c.Dict, ms(c.Read))
 		larger := "the read (one snapshot, decoded from the wire by hand into shared slabs) is the larger part"
 		if c.Build > c.Read {
 			larger = "the build (each row's vector projected, then chunks encoded and sealed on every core) is the larger part"

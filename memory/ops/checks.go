@@ -33,6 +33,8 @@ func Checks() []Check {
 			Invariants: []string{InvArenaMissing, InvArenaExtra, InvArenaDiffers, InvArenaVersion, InvArenaDuplicate}, notes: []string{"arena not compared"}},
 		{Name: "Chain graph", Means: "Every link between turns joins two existing items of one user, and the stored links equal a rebuild from the log.",
 			Invariants: []string{InvChainOwner, InvChainDangling, InvChainWatermark, InvChainRebuild}, notes: []string{"chain edges"}},
+		{Name: "Arena segments", Means: "Every stored run of rows that a restarted process loads in place of the rows decodes to exactly the rows it stands for.",
+			Invariants: []string{InvSegmentRows}},
 		{Name: "Labels", Means: "Every name, speaker and title a frame could show resolves through a binding; the console lists the latest, and a conversation's bindings name its owner.",
 			Invariants: []string{InvBindingUnbound, InvBindingStale, InvBindingOwner}},
 	}

@@ -16,7 +16,7 @@ func TestEveryInvariantHasOneCheck(t *testing.T) {
 		ops.InvBirthRecord, ops.InvBirthChanged, ops.InvTenantOwner, ops.InvTenantConversation, ops.InvTenantMessage,
 		ops.InvTenantViewer, ops.InvArenaMissing, ops.InvArenaExtra, ops.InvArenaDiffers, ops.InvArenaVersion,
 		ops.InvArenaDuplicate, ops.InvChainOwner, ops.InvChainDangling, ops.InvChainWatermark, ops.InvChainRebuild,
-		ops.InvBindingUnbound, ops.InvBindingStale, ops.InvBindingOwner}
+		ops.InvBindingUnbound, ops.InvBindingStale, ops.InvBindingOwner, ops.InvSegmentRows}
 	seen := map[string]int{}
 	for _, c := range ops.Checks() {
 		if c.Name == "" || c.Means == "" {

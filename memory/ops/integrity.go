@@ -240,6 +240,9 @@ func (k *checkRun) run(ctx context.Context) error {
 		if err := k.checkChain(ctx, r); err != nil {
 			return err
 		}
+		if err := k.checkSegments(ctx, r); err != nil {
+			return err
+		}
 		if before != nil && before.Watermark <= k.head.Seq {
 			between, err = r.LogEvents(ctx, before.Watermark, k.head.Seq)
 		}

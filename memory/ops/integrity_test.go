@@ -135,6 +135,16 @@ func TestIntegrityFindsEachBrokenInvariant(t *testing.T) {
 			`INSERT INTO bindings (tenant_id, kind, user_id, conversation_id, subject, value, source)
 			 SELECT $1, 'hint', $3, $4, 'user', 'session-1', 'capture' WHERE $2::bigint <> 0`},
 			want: []string{ops.InvBindingOwner}},
+		{name: "arena segment that does not decode", sql: []string{
+			`INSERT INTO arena_segments (tenant_id, dict_version, first_seq, last_seq, as_of, items, payload)
+			 SELECT $1, dict_version, 0, seq, seq, 1, '\x01'::bytea FROM tenant_heads
+			 WHERE tenant_id = $1 AND seq > 0 AND $2::bigint + $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvSegmentRows}},
+		{name: "arena segment holding fewer rows than it says", sql: []string{
+			`INSERT INTO arena_segments (tenant_id, dict_version, first_seq, last_seq, as_of, items, payload)
+			 SELECT $1, dict_version, 0, seq, seq, 1, '\x01000000'::bytea FROM tenant_heads
+			 WHERE tenant_id = $1 AND seq > 0 AND $2::bigint + $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvSegmentRows}},
 		{name: "arena serving another version",
 			arena: func(a *memory.ArenaState) { a.DictVersion = 7 },
 			want:  []string{ops.InvArenaVersion}},

@@ -162,6 +162,9 @@ func (db *DB) Retire(ctx context.Context, tenantID int64, version int, by Actor)
 		if _, err := tx.Exec(ctx, foldLockSQL, tenantID); err != nil {
 			return err
 		}
+		if err := dropSegments(ctx, tx, tenantID, version); err != nil {
+			return err
+		}
 		for _, q := range []string{retireDeltasSQL, retireTermsSQL, retireCorpusSQL, retireDenseSQL} {
 			if _, err := tx.Exec(ctx, q, tenantID, version); err != nil {
 				return err

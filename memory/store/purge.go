@@ -103,6 +103,11 @@ func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (
 		if _, err := foldDeltas(ctx, tx, tenantID, foldUserSQL, userID); err != nil {
 			return fmt.Errorf("purge statistics: %w", err)
 		}
+		// After the fold lock, as everywhere. The arena segments encode the
+		// user's rows among others' (segment.go).
+		if err := dropSegments(ctx, tx, tenantID, 0); err != nil {
+			return err
+		}
 		for _, q := range []string{purgeTermStatsSQL, purgeZeroStatsSQL, purgeCorpusSQL} {
 			args := []any{tenantID, userID}
 			if q == purgeZeroStatsSQL {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,6 +48,10 @@ type CatchUp struct {
 	// Component is the tenant's frozen common component of the version
 	// read (dense_components), nil when it has none.
 	Component []byte
+	// Segmented is where the arena segments a cold load read end (0:
+	// none): its items up to there came from segments (segment.go), the
+	// rest from rows.
+	Segmented int64
 }
 
 const (
@@ -85,9 +90,18 @@ func (db *DB) ReadHead(ctx context.Context, tenantID int64) (Head, error) {
 // must reload under the new version.
 func (db *DB) ReadCatchUp(ctx context.Context, tenantID, watermark int64, dictVersion int) (CatchUp, error) {
 	var cu CatchUp
-	err := db.pipelineRead(ctx, tenantID, true, func(b *pgx.Batch) {
-		queueCatchUp(b, tenantID, watermark, dictVersion, &cu, nil)
-	})
+	read := func(segments bool) error {
+		cu = CatchUp{}
+		return db.pipelineRead(ctx, tenantID, true, func(b *pgx.Batch) {
+			queueCatchUp(b, tenantID, watermark, dictVersion, segments, &cu, nil)
+		})
+	}
+	err := read(watermark == 0)
+	if errors.Is(err, errSegment) {
+		// A segment that does not decode (the integrity check names it)
+		// costs this load its speed, not the tenant its memory.
+		err = read(false)
+	}
 	if err != nil {
 		return CatchUp{}, fmt.Errorf("catch up tenant %d: %w", tenantID, err)
 	}
@@ -101,7 +115,7 @@ const maxItemsHint = 1 << 22
 // when set (a catch-up from a watermark: a cold load's component comes
 // later), gets the catch-up as soon as its rows are read, before the
 // results of anything queued after it.
-func queueCatchUp(b *pgx.Batch, tenantID, watermark int64, dictVersion int, cu *CatchUp, done func(CatchUp)) {
+func queueCatchUp(b *pgx.Batch, tenantID, watermark int64, dictVersion int, segments bool, cu *CatchUp, done func(CatchUp)) {
 	b.Queue(headSQL, tenantID).QueryRow(func(r pgx.Row) error {
 		return notFound(r.Scan(&cu.Head.Seq, &cu.Head.DictVersion))
 	})
@@ -109,13 +123,22 @@ func queueCatchUp(b *pgx.Batch, tenantID, watermark int64, dictVersion int, cu *
 		cu.Events, err = pgx.CollectRows(rows, pgx.RowToStructByPos[LogEvent])
 		return err
 	})
-	b.Queue(catchUpItemSQL, tenantID, watermark, dictVersion).Query(func(rows pgx.Rows) (err error) {
+	items, args := catchUpItemSQL, []any{tenantID, watermark, dictVersion}
+	if segments && watermark == 0 {
+		// A cold load reads the tenant's segments first, then the rows
+		// past them (the segments' own allocation covers the tenant).
+		queueSegments(b, tenantID, dictVersion, cu)
+		items, args = catchUpColdItemSQL, []any{tenantID, dictVersion}
+	}
+	b.Queue(items, args...).Query(func(rows pgx.Rows) (err error) {
 		// The head, read just before in the same snapshot, bounds how many
 		// items there are: a cold load of a million rows is not grown by
 		// doubling.
 		var d rowDecoder
-		hint := min(max(cu.Head.Seq-watermark, 0), maxItemsHint)
-		cu.Items, err = pgx.AppendRows(make([]ArenaItem, 0, hint), rows, d.row)
+		if cu.Items == nil {
+			cu.Items = make([]ArenaItem, 0, min(max(cu.Head.Seq-watermark, 0), maxItemsHint))
+		}
+		cu.Items, err = pgx.AppendRows(cu.Items, rows, d.row)
 		if err == nil && done != nil {
 			done(*cu)
 		}
@@ -258,7 +281,7 @@ func (db *DB) ReadFrame(ctx context.Context, tenantID, watermark int64, dictVers
 	var cu CatchUp
 	var in FrameInputs
 	err := db.pipelineRead(ctx, tenantID, true, func(b *pgx.Batch) {
-		queueCatchUp(b, tenantID, watermark, dictVersion, &cu, caughtUp)
+		queueCatchUp(b, tenantID, watermark, dictVersion, false, &cu, caughtUp)
 		queueFrameInputs(b, tenantID, r, &in)
 	})
 	if err != nil {

@@ -132,6 +132,11 @@ func (db *DB) RedactItem(ctx context.Context, tenantID, itemID int64, by Actor, 
 		if _, err := foldDeltas(ctx, tx, tenantID, foldMessageSQL, rep.MessageID); err != nil {
 			return fmt.Errorf("redact statistics: %w", err)
 		}
+		// After the fold lock, as everywhere: the arena segments hold the
+		// item's row (segment.go).
+		if err := dropSegments(ctx, tx, tenantID, 0); err != nil {
+			return err
+		}
 		for _, q := range []string{redactTermStatsSQL, purgeZeroStatsSQL, redactCorpusSQL} {
 			args := []any{tenantID, itemID}
 			if q == purgeZeroStatsSQL {

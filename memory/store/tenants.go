@@ -348,6 +348,9 @@ func (db *DB) DeleteTenant(ctx context.Context, tenantID int64) error {
 		if _, err := tx.Exec(ctx, foldLockSQL, tenantID); err != nil {
 			return fmt.Errorf("delete tenant: fold lock: %w", err)
 		}
+		if err := dropSegments(ctx, tx, tenantID, 0); err != nil {
+			return fmt.Errorf("delete tenant: %w", err)
+		}
 		for _, q := range deleteTenantSQL {
 			if _, err := tx.Exec(ctx, q, tenantID); err != nil {
 				return fmt.Errorf("delete tenant: %w", err)
