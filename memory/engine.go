@@ -148,7 +148,7 @@ type Engine struct {
 	dicts   *dictionaries // every dictionary version this process has needed
 	vers    *versionCache // per tenant, the versions a capture writes rows for
 	pending *reheats      // deferred reheats, per viewer
-	folds   *folds        // background folds of frequency counts, per tenant
+	folds   *tenantJobs   // background folds of frequency counts (statsfold.go)
 	gate    *scanGate     // worker slots of the scans, shared fairly by tenants
 	counts  *countCache   // token counts of rendered texts, by hash
 }
@@ -245,7 +245,7 @@ func New(st Store, an Analyzer, dict Dictionary, opt Options) *Engine {
 	}
 	return &Engine{store: st, an: an, dict: dict, opt: opt, res: res,
 		dicts: newDictionaries(vs, dict, vecs), vers: newVersionCache(vs, dict.Version()), pending: newReheats(opt.Errors),
-		folds: newFolds(opt.Errors), gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait),
+		folds: newTenantJobs(foldTimeout, opt.Errors), gate: newScanGate(opt.ScanSlots, opt.ScanShare, opt.ScanQueue, opt.ScanWait),
 		counts: newCountCache(countCacheEntries)}
 }
 
@@ -325,7 +325,7 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 			e.opt.Chain.Kick(m.TenantID)
 		}
 		if e.opt.FoldEvery > 0 && got.Seq%int64(e.opt.FoldEvery) == 0 {
-			e.folds.start(e.store, m.TenantID)
+			e.startFold(m.TenantID)
 		}
 	}
 	return got, err

@@ -77,6 +77,6 @@ func (r *reheats) start(ctx context.Context, k viewerKey, write func(context.Con
 // ended (shutdown).
 func (e *Engine) WaitReheats() {
 	e.pending.wg.Wait()
-	e.folds.wg.Wait()
+	e.folds.wait()
 	e.res.segs.wait()
 }

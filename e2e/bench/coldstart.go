@@ -70,32 +70,31 @@ func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string
 		}
 		return dict.NewSpace(vecSpace.V, component)
 	}
-	first, err := coldRounds(ctx, db, t, space, cfg, lg, "from rows", true)
+	first, err := coldRounds(ctx, db, t, space, cfg, lg, "from rows")
 	if err != nil {
 		return nil, err
 	}
 	res.First, res.FirstRead = first.took, first.read
 	res.FirstPerSec = float64(t.Items) / res.First.Seconds()
-	w0 := time.Now()
-	segs := store.CutSegments(first.last.Items, first.last.Segmented, first.last.Head.Seq, store.SegmentItems)
-	n, err := db.WriteSegments(ctx, t.ID, first.last.Head.DictVersion, first.last.Head.Seq, segs)
+	// The arena's size and heap as the rows pass built it: the segment
+	// pass's heap also holds the connection's read buffer, grown to a
+	// segment (about 1 MB, a hundred bytes an item at 10k).
+	res.BytesPerItem, res.HeapPerItem = first.bytesPerItem, first.heapPerItem
+	segLast, err := writeSegments(ctx, db, t.ID, res)
 	if err != nil {
 		return nil, err
 	}
-	res.SegmentWrite, res.Segments = time.Since(w0), n
-	for _, s := range segs {
-		res.SegmentBytes += int64(len(s.Payload))
-	}
-	first.last = store.CatchUp{}
-	seg, err := coldRounds(ctx, db, t, space, cfg, lg, "from segments", false)
+	seg, err := coldRounds(ctx, db, t, space, cfg, lg, "from segments")
 	if err != nil {
 		return nil, err
+	}
+	if seg.segmented != segLast {
+		return nil, fmt.Errorf("cold start from segments: the load read segments up to %d, %d were written up to %d", seg.segmented, res.Segments, segLast)
 	}
 	res.Rounds = len(seg.tooks)
 	res.Took, res.Read, res.Build = seg.took, seg.read, seg.build
 	res.TookLo, res.TookHi = Span(seg.tooks)
 	res.PerSec = float64(t.Items) / res.Took.Seconds()
-	res.BytesPerItem, res.HeapPerItem = seg.bytesPerItem, seg.heapPerItem
 
 	// The same through a fresh engine, which is what a new serving process does.
 	eng := k.engine()
@@ -123,20 +122,43 @@ func runColdStart(ctx context.Context, db *store.DB, k *kit, t *Tenant, q string
 	return res, nil
 }
 
+// writeSegments cuts a cold load's read into segments and writes them, as
+// serving does in the background after a load from rows, and returns where
+// they end (0: none).
+func writeSegments(ctx context.Context, db *store.DB, tenantID int64, res *ColdResult) (int64, error) {
+	cu, err := db.ReadCatchUp(ctx, tenantID, 0, res.Dict)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	segs := store.CutSegments(cu.Items, cu.Segmented, cu.Head.Seq, store.SegmentItems)
+	n, err := db.WriteSegments(ctx, tenantID, cu.Head.DictVersion, cu.Head.Seq, segs)
+	if err != nil {
+		return 0, err
+	}
+	res.SegmentWrite, res.Segments = time.Since(t0), n
+	for _, s := range segs[:n] {
+		res.SegmentBytes += int64(len(s.Payload))
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return segs[n-1].LastSeq, nil
+}
+
 // coldPass is one way of loading, measured over rounds.
 type coldPass struct {
 	tooks                     []time.Duration
 	took, read, build         time.Duration // medians
 	bytesPerItem, heapPerItem float64
-	last                      store.CatchUp // the last round's read
+	segmented                 int64 // where the last round's segments ended
 }
 
-func coldRounds(ctx context.Context, db *store.DB, t *Tenant, space func([]byte) (*dict.Space, error), cfg Config, lg *logger, how string, keep bool) (coldPass, error) {
+func coldRounds(ctx context.Context, db *store.DB, t *Tenant, space func([]byte) (*dict.Space, error), cfg Config, lg *logger, how string) (coldPass, error) {
 	var res coldPass
 	var read, build []time.Duration
 	for round := range cfg.ColdRounds {
 		lg.printf("cold start %s %s: round %d/%d", itemsLabel(t.Items), how, round+1, cfg.ColdRounds)
-		res.last = store.CatchUp{}
 		runtime.GC()
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
@@ -161,9 +183,7 @@ func coldRounds(ctx context.Context, db *store.DB, t *Tenant, space func([]byte)
 		if got := ar.Len(); got < t.Items {
 			return res, fmt.Errorf("cold start %s: the arena holds %d items, the tenant %d", how, got, t.Items)
 		}
-		if keep {
-			res.last = cu
-		}
+		res.segmented = cu.Segmented
 		cu, batch = store.CatchUp{}, nil
 		runtime.GC()
 		runtime.ReadMemStats(&m1)

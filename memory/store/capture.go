@@ -295,9 +295,6 @@ func coveredVersions(items []CaptureItem) []int32 {
 		}
 		out, seen = have, true
 	}
-	if seen && out == nil {
-		out = []int32{}
-	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }

@@ -59,9 +59,12 @@ const (
 	// The catch-up statements read their upper bound (and, when asked for
 	// version 0, the dictionary version) from the head in the same snapshot,
 	// so the whole catch-up is one round trip.
-	catchUpItemSQL = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau, r.term_ids, r.term_freqs, r.length, i.token_count, r.dense
-		FROM items i JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id
-			AND r.dict_version = COALESCE(NULLIF($3::int, 0), (SELECT dict_version FROM tenant_heads WHERE tenant_id = $1))
+	//
+	// arenaRowSQL is a catch-up row as rowDecoder reads it, an item joined
+	// with its retrieval row; each statement adds the row's version.
+	arenaRowSQL = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau, r.term_ids, r.term_freqs, r.length, i.token_count, r.dense
+		FROM items i JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id `
+	catchUpItemSQL = arenaRowSQL + `AND r.dict_version = COALESCE(NULLIF($3::int, 0), (SELECT dict_version FROM tenant_heads WHERE tenant_id = $1))
 		WHERE i.tenant_id = $1 AND i.seq > $2 AND i.seq <= (SELECT seq FROM tenant_heads WHERE tenant_id = $1)
 		ORDER BY i.seq, i.id`
 	catchUpLogSQL = `SELECT seq, kind, user_id, dict_version, item_id FROM tenant_log

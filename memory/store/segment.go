@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -60,14 +61,11 @@ const (
 			AND s.dict_version = (SELECT version FROM v)
 		ORDER BY s.first_seq`
 	// The cold load's rows: catchUpItemSQL past the chain's end.
-	catchUpColdItemSQL = segmentChainCTE + `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau, r.term_ids, r.term_freqs, r.length, i.token_count, r.dense
-		FROM items i JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id
-			AND r.dict_version = (SELECT version FROM v)
+	catchUpColdItemSQL = segmentChainCTE + arenaRowSQL + `AND r.dict_version = (SELECT version FROM v)
 		WHERE i.tenant_id = $1 AND i.seq > (SELECT COALESCE(max(last_seq), 0) FROM chain)
 			AND i.seq <= (SELECT head FROM v)
 		ORDER BY i.seq, i.id`
 	chainEndSQL      = segmentChainCTE + `SELECT COALESCE(max(last_seq), 0) FROM chain`
-	segmentHeadSQL   = `SELECT dict_version FROM tenant_heads WHERE tenant_id = $1`
 	erasedSinceSQL   = `SELECT EXISTS (SELECT 1 FROM tenant_log WHERE tenant_id = $1 AND seq > $2 AND kind IN ('purge', 'redact'))`
 	insertSegmentSQL = `INSERT INTO arena_segments (tenant_id, dict_version, first_seq, last_seq, as_of, items, payload)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
@@ -105,15 +103,17 @@ func queueSegments(b *pgx.Batch, tenantID int64, dictVersion int, cu *CatchUp) {
 	})
 }
 
+// RowsUpTo is how many of rows (in seq order) have seq <= seq.
+func RowsUpTo(rows []ArenaItem, seq int64) int {
+	return sort.Search(len(rows), func(i int) bool { return rows[i].Seq > seq })
+}
+
 // CutSegments cuts a cold load's rows (complete up to asOf, in seq order)
 // into segments of size rows or a few more that continue a chain ending at
 // from; the rows past the last whole segment are left for a later load.
 func CutSegments(rows []ArenaItem, from, asOf int64, size int) []Segment {
 	size = max(size, 1)
-	i := 0
-	for i < len(rows) && rows[i].Seq <= from {
-		i++
-	}
+	i := RowsUpTo(rows, from)
 	var out []Segment
 	for len(rows)-i >= size {
 		j := i + size
@@ -144,8 +144,8 @@ func (db *DB) WriteSegments(ctx context.Context, tenantID int64, dictVersion int
 			if _, err := tx.Exec(ctx, segmentLockSQL, tenantID); err != nil {
 				return err
 			}
-			var version int
-			if err := tx.QueryRow(ctx, segmentHeadSQL, tenantID).Scan(&version); err != nil {
+			var head Head
+			if err := tx.QueryRow(ctx, headSQL, tenantID).Scan(&head.Seq, &head.DictVersion); err != nil {
 				return notFound(err)
 			}
 			var erased bool
@@ -156,7 +156,7 @@ func (db *DB) WriteSegments(ctx context.Context, tenantID int64, dictVersion int
 			if err := tx.QueryRow(ctx, chainEndSQL, tenantID, dictVersion).Scan(&end); err != nil {
 				return err
 			}
-			if version != dictVersion || erased || end != batch[0].FirstSeq {
+			if head.DictVersion != dictVersion || erased || end != batch[0].FirstSeq {
 				stop = true
 				return nil
 			}

@@ -23,8 +23,7 @@ const (
 	segmentKeysSQL = `SELECT dict_version, first_seq, last_seq, items FROM arena_segments
 		WHERE tenant_id = $1 ORDER BY dict_version, first_seq`
 	segmentPayloadSQL = `SELECT payload FROM arena_segments WHERE tenant_id = $1 AND dict_version = $2 AND first_seq = $3`
-	segmentRangeSQL   = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.born_clock, i.tau, r.term_ids, r.term_freqs, r.length, i.token_count, r.dense
-		FROM items i JOIN retrieval_rows r ON r.tenant_id = i.tenant_id AND r.item_id = i.id AND r.dict_version = $2
+	segmentRangeSQL   = arenaRowSQL + `AND r.dict_version = $2
 		WHERE i.tenant_id = $1 AND i.seq > $3 AND i.seq <= $4
 		ORDER BY i.seq, i.id`
 )

@@ -81,28 +81,33 @@ func FuzzDecodeSegment(f *testing.F) {
 }
 
 // segmentTenant captures n turns alternately by two users and returns the
-// tenant and the second user.
+// tenant, the second user and the items' ids.
 func segmentTenant(t *testing.T, db *store.DB, n int) (store.NewTenant, int64, []int64) {
 	t.Helper()
+	nt, err := db.CreateTenantWith(context.Background(), "acme", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := db.EnsureUser(context.Background(), nt.TenantID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nt, bob, captureTurns(t, db, nt.TenantID, []int64{nt.UserID, bob}, 0, n)
+}
+
+// captureTurns captures n messages of two items each from position from,
+// the i-th by users[i%len(users)], and returns the items' ids.
+func captureTurns(t *testing.T, db *store.DB, tenantID int64, users []int64, from, n int) []int64 {
+	t.Helper()
 	ctx := context.Background()
-	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := db.EnsureUser(ctx, nt.TenantID, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
-	convs := map[int64]int64{}
-	for _, u := range []int64{nt.UserID, bob} {
-		if convs[u], err = db.EnsureConversation(ctx, nt.TenantID, u, "c", ""); err != nil {
+	var ids []int64
+	for i := from; i < from+n; i++ {
+		u := users[i%len(users)]
+		conv, err := db.EnsureConversation(ctx, tenantID, u, "c", "")
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	var ids []int64
-	for i := range n {
-		u := []int64{nt.UserID, bob}[i%2]
-		c, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: u, ConversationID: convs[u], Role: "user",
+		c, err := db.Capture(ctx, store.Capture{TenantID: tenantID, UserID: u, ConversationID: conv, Role: "user",
 			Position: i, Fingerprint: fmt.Appendf(nil, "m%d", i), CreatedAt: time.Now(), ClockAdvance: 1,
 			Items: []store.CaptureItem{item(fmt.Sprintf("turn %d", i), int32(i+1), 1000), item(fmt.Sprintf("part %d", i), 2)}})
 		if err != nil {
@@ -110,7 +115,7 @@ func segmentTenant(t *testing.T, db *store.DB, n int) (store.NewTenant, int64, [
 		}
 		ids = append(ids, c.ItemIDs...)
 	}
-	return nt, bob, ids
+	return ids
 }
 
 // TestColdLoadReadsSegments: a cold load reads the chain of segments and
@@ -146,7 +151,7 @@ func TestColdLoadReadsSegments(t *testing.T) {
 	if n, err := db.WriteSegments(ctx, nt.TenantID, 1, rows.Head.Seq, segs[:9]); err != nil || n != 0 {
 		t.Fatalf("the same again: %d written, %v", n, err)
 	}
-	_, _, more := segmentTenantMore(t, db, nt, bob, 20, 3)
+	more := captureTurns(t, db, nt.TenantID, []int64{nt.UserID}, 20, 3)
 	seg, err := db.ReadCatchUp(ctx, nt.TenantID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -191,27 +196,6 @@ func TestColdLoadReadsSegments(t *testing.T) {
 	if cu, err := db.ReadCatchUp(ctx, nt.TenantID, 0, 0); err != nil || cu.Segmented != 0 {
 		t.Fatalf("after a redaction: segmented %d, %v", cu.Segmented, err)
 	}
-}
-
-// segmentTenantMore captures n more turns (from position from) by alice.
-func segmentTenantMore(t *testing.T, db *store.DB, nt store.NewTenant, bob int64, from, n int) (store.NewTenant, int64, []int64) {
-	t.Helper()
-	ctx := context.Background()
-	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for i := from; i < from+n; i++ {
-		c, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
-			Position: i, Fingerprint: fmt.Appendf(nil, "m%d", i), CreatedAt: time.Now(), ClockAdvance: 1,
-			Items: []store.CaptureItem{item(fmt.Sprintf("more %d", i), 3)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, c.ItemIDs...)
-	}
-	return nt, bob, ids
 }
 
 // TestColdLoadPassesOverABadSegment: a segment that does not decode costs

@@ -75,10 +75,10 @@ func AppRole(ctx context.Context, db *store.DB) (Role, error) {
 }
 
 // Seeded are the tenant tables Seed writes rows of: those of migrations
-// 000001-000005. The catalog check finds tables added later by itself;
+// 000001-000005, and arena_segments. The catalog check finds tables added later by itself;
 // their isolation is checked too, but on rows only once Seed writes some.
 var Seeded = []string{
-	"activations", "api_keys", "audit_log", "console_accounts", "console_invites", "console_sessions",
+	"activations", "api_keys", "arena_segments", "audit_log", "console_accounts", "console_invites", "console_sessions",
 	"conversations", "corpus_stats", "dict_rollouts", "integrity_reports", "integrity_violations",
 	"item_births", "items", "memory_users", "messages", "reheats", "requests", "retrieval_rows",
 	"tenant_heads", "tenant_log", "tenants", "term_stats",
@@ -171,6 +171,14 @@ func seedTenant(ctx context.Context, db *store.DB, name string) (store.NewTenant
 	}
 	if _, err := db.PurgeUser(ctx, nt.TenantID, gone, by); err != nil { // tenant_log, audit_log
 		return nt, fmt.Errorf("purge: %w", err)
+	}
+	// arena_segments: after the purge, which a segment must not predate.
+	cu, err := db.ReadCatchUp(ctx, nt.TenantID, 0, 0)
+	if err != nil {
+		return nt, err
+	}
+	if n, err := db.WriteSegments(ctx, nt.TenantID, cu.Head.DictVersion, cu.Head.Seq, store.CutSegments(cu.Items, 0, cu.Head.Seq, 1)); err != nil || n == 0 {
+		return nt, errors.Join(fmt.Errorf("arena segments: %d written", n), err)
 	}
 	if _, err := db.StartDerive(ctx, nt.TenantID, seedDictVersion, by); err != nil { // dict_rollouts
 		return nt, fmt.Errorf("start derive: %w", err)
