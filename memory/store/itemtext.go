@@ -139,7 +139,7 @@ type ItemTexts struct {
 // labels a frame read up front) does not already tell.
 func (db *DB) ReadItemTexts(ctx context.Context, tenantID int64, ids []int64, keys []LabelKey, known Labels) (ItemTexts, error) {
 	out := ItemTexts{Labels: map[LabelKey]string{}}
-	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+	err := db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
 		if len(ids) > 0 {
 			b.Queue(itemTextSQL, tenantID, ids, known.Of).Query(func(rows pgx.Rows) error {
 				var it ItemText

@@ -9,9 +9,11 @@ import (
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
 
-// TestPipelineRead: the tenant a batch sets holds for every statement of the
-// batch and for nothing after it, and a failing batch leaves the pooled
-// connection idle rather than inside an aborted transaction.
+// TestPipelineRead: the tenant a batch sets, and a hot batch's kept plans,
+// hold for every statement of the batch and for nothing after it (a cold
+// load's catch-up on the same connection is planned for its values), and a
+// failing batch leaves the pooled connection idle rather than inside an
+// aborted transaction.
 func TestPipelineRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -23,17 +25,26 @@ func TestPipelineRead(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		snapshot bool
+		hot      bool
 		fail     bool
 	}{
-		{"implicit", false, false},
-		{"snapshot", true, false},
-		{"implicit failing", false, true},
-		{"snapshot failing", true, true},
+		{"implicit", false, false, false},
+		{"snapshot", true, false, false},
+		{"implicit failing", false, false, true},
+		{"snapshot failing", true, false, true},
+		{"hot", false, true, false},
+		{"hot failing", false, true, true},
+		{"hot snapshot", true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var first, second string
-			err := db.pipelineRead(ctx, 4711, tc.snapshot, func(b *pgx.Batch) {
+			var first, second, plans string
+			tenantSQL := setTenantSQL
+			if tc.hot {
+				tenantSQL = setTenantGenericSQL
+			}
+			err := db.pipeline(ctx, 4711, tc.snapshot, tenantSQL, func(b *pgx.Batch) {
 				b.Queue(`SELECT current_setting('app.tenant_id', true)`).QueryRow(func(r pgx.Row) error { return r.Scan(&first) })
+				b.Queue(`SELECT current_setting('plan_cache_mode')`).QueryRow(func(r pgx.Row) error { return r.Scan(&plans) })
 				if tc.fail {
 					b.Queue(`SELECT 1/0`)
 				}
@@ -44,6 +55,9 @@ func TestPipelineRead(t *testing.T) {
 			}
 			if first != "4711" || (!tc.fail && second != "4711") {
 				t.Fatalf("tenant inside the batch: %q, %q", first, second)
+			}
+			if want := map[bool]string{false: "auto", true: "force_generic_plan"}[tc.hot]; plans != want {
+				t.Fatalf("plan_cache_mode inside the batch: %q, want %q", plans, want)
 			}
 			// Every pooled connection: idle, and no tenant left behind.
 			conns := db.Pool.AcquireAllIdle(ctx)
@@ -62,6 +76,13 @@ func TestPipelineRead(t *testing.T) {
 				}
 				if after != nil {
 					t.Fatalf("tenant %q outlived its batch", *after)
+				}
+				var plansAfter string
+				if err := c.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&plansAfter); err != nil {
+					t.Fatal(err)
+				}
+				if plansAfter != "auto" {
+					t.Fatalf("plan_cache_mode %q outlived its batch", plansAfter)
 				}
 			}
 		})

@@ -263,7 +263,7 @@ type FrameRead struct {
 // born in the dated ranges and the viewer's labels.
 func (db *DB) ReadFrameInputs(ctx context.Context, tenantID int64, r FrameRead) (FrameInputs, error) {
 	var in FrameInputs
-	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+	err := db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
 		queueFrameInputs(b, tenantID, r, &in)
 	})
 	if err != nil {
@@ -283,7 +283,10 @@ func (db *DB) ReadFrame(ctx context.Context, tenantID, watermark int64, dictVers
 	}
 	var cu CatchUp
 	var in FrameInputs
-	err := db.pipelineRead(ctx, tenantID, true, func(b *pgx.Batch) {
+	// A frame's catch-up reads the few rows captured since the last turn:
+	// the kept plan (index scans, a nested loop) serves that best, and a
+	// long gap no worse than linearly (setTenantGenericSQL).
+	err := db.pipeline(ctx, tenantID, true, setTenantGenericSQL, func(b *pgx.Batch) {
 		queueCatchUp(b, tenantID, watermark, dictVersion, false, &cu, caughtUp)
 		queueFrameInputs(b, tenantID, r, &in)
 	})
@@ -397,7 +400,10 @@ func (db *DB) ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64,
 	for i, r := range rs {
 		ids[i], peaks[i] = r.ItemID, r.Peak
 	}
-	if err := db.pipelineWrite(ctx, tenantID, reheatSQL, tenantID, viewerID, ids, peaks, clock); err != nil {
+	err := db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
+		b.Queue(reheatSQL, tenantID, viewerID, ids, peaks, clock)
+	})
+	if err != nil {
 		return fmt.Errorf("reheat: %w", err)
 	}
 	return nil

@@ -110,7 +110,7 @@ func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
 }
 
 func (db *DB) recordBatch(ctx context.Context, tenantID int64, lz4 bool, q string, args []any) error {
-	return db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+	return db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
 		if lz4 {
 			b.Queue(lz4SQL)
 		}

@@ -70,7 +70,7 @@ func (db *DB) EnsureUserForKey(ctx context.Context, tenantID, keyID int64, name 
 // and EnsureConversation's first look. One round trip.
 func (db *DB) FindConversation(ctx context.Context, tenantID, userID int64, extKey string) (int64, error) {
 	var id int64
-	err := db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
+	err := db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
 		b.Queue(findConversationSQL, tenantID, userID, extKey).QueryRow(func(r pgx.Row) error { return r.Scan(&id) })
 	})
 	if err != nil {
