@@ -108,7 +108,7 @@ type RequestRow struct {
 
 const requestColumns = `r.id, r.at, coalesce(r.user_id, 0), coalesce(u.name, ''), r.dialect, r.provider, r.model, r.status,
 		r.duration_ms, r.frame_items, r.frame_tokens, r.tokens_in, r.tokens_out, p.request_id IS NOT NULL,
-		coalesce(p.record->>'question', '')`
+		coalesce(p.question, '')`
 
 const requestFrom = `
 	FROM requests r
@@ -119,9 +119,9 @@ const (
 	listRequestsSQL = `SELECT ` + requestColumns + requestFrom + `
 	WHERE r.tenant_id = $1 AND ($2::bigint = 0 OR r.user_id = $2)
 	ORDER BY r.at DESC, r.id DESC LIMIT $3`
-	getRequestSQL = `SELECT ` + requestColumns + `, coalesce(p.record, 'null'::jsonb)` + requestFrom + `
+	getRequestSQL = `SELECT ` + requestColumns + `, coalesce(p.record, 'null'::json)` + requestFrom + `
 	WHERE r.tenant_id = $1 AND r.id = $2`
-	framesOfItemSQL = `SELECT x.request_id, p.at, x.shown, p.user_id, coalesce(p.record->>'question', '')
+	framesOfItemSQL = `SELECT x.request_id, p.at, x.shown, p.user_id, p.question
 	FROM request_inspection_items x
 	JOIN request_inspections p ON p.tenant_id = x.tenant_id AND p.request_id = x.request_id
 	WHERE x.tenant_id = $1 AND x.item_id = $2

@@ -54,8 +54,8 @@ const insertInspectedSQL = `WITH r AS (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))
 		RETURNING id, at),
 	ins AS (
-		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record)
-		SELECT $1, r.id, $3, r.at, $15::jsonb FROM r
+		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record, question)
+		SELECT $1, r.id, $3, r.at, $15::json, $20 FROM r
 		RETURNING request_id),
 	idx AS (
 		INSERT INTO request_inspection_items (tenant_id, item_id, request_id, shown)
@@ -93,7 +93,7 @@ func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
 		}
 		ids, shown := r.Inspection.index()
 		q, lz4 = insertInspectedSQL, true
-		args = append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections)
+		args = append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections, r.Inspection.Question)
 	} else if r.PruneInspections {
 		q = insertPrunedSQL
 		args = append(args, max(r.InspectRetention, 0).Seconds())
