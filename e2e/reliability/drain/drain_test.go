@@ -69,8 +69,14 @@ func TestDrainOnStop(t *testing.T) {
 		}
 		return fakeprovider.Reply{Text: harness.Words(n, s.words), ChunkDelay: s.pace}
 	})
-	if code, body := readyz(t, srv.URL); code != http.StatusOK {
-		t.Fatalf("/readyz %d before the stop: %s", code, body)
+	// Ready once its arenas are warm (a moment after it listens: "loading"
+	// until then, by design).
+	deadline := time.Now().Add(15 * time.Second)
+	for code, body := readyz(t, srv.URL); code != http.StatusOK; code, body = readyz(t, srv.URL) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz %d before the stop: %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	var wg sync.WaitGroup
