@@ -69,14 +69,9 @@ func (db *DB) pipeline(ctx context.Context, tenantID int64, snapshot bool, tenan
 // database; its five-item text read spent 0.58 ms planning and 0.15 ms
 // executing (EXPLAIN). Only statements whose plan is the same whatever the
 // values use it: a cold load's catch-up (`seq > 0`, the whole tenant) is
-// planned for its values. A capture is not faster so (its commit is).
+// planned for its values, and so is the chain writer's read: with a
+// tenant's reply sources many, the plan for any values hash-joins all of
+// them on every read (125k: 30 ms a read of two items). A capture is not
+// faster so (its commit is).
 const setTenantGenericSQL = `SELECT set_config('app.tenant_id', $1, true),
 	set_config('plan_cache_mode', 'force_generic_plan', true)`
-
-// pipelineWrite is pipelineRead for one data-changing statement: the
-// implicit transaction commits when the batch ends without error.
-func (db *DB) pipelineWrite(ctx context.Context, tenantID int64, sql string, args ...any) error {
-	return db.pipelineRead(ctx, tenantID, false, func(b *pgx.Batch) {
-		b.Queue(sql, args...)
-	})
-}

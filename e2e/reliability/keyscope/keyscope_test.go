@@ -60,6 +60,13 @@ func TestPinnedKeyCannotReadAnotherUser(t *testing.T) {
 		WHERE i.tenant_id = $1 AND u.name = 'bob' AND i.body LIKE 'Note:%'`, w.tenant)
 	bobConv := w.scalar(ctx, `SELECT min(c.id) FROM conversations c JOIN memory_users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id
 		WHERE c.tenant_id = $1 AND u.name = 'bob'`, w.tenant)
+	// Bob's seeded replies are captured after their responses went out:
+	// count his messages once both have landed.
+	for deadline := time.Now().Add(15 * time.Second); w.bobsReplies(ctx) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("bob's 2 seeded replies not stored after 15 s (%d)", w.bobsReplies(ctx))
+		}
+	}
 	bobBefore := w.bobsMessages(ctx)
 
 	tl := &tally{}

@@ -398,6 +398,12 @@ func (w *world) bobsMessages(ctx context.Context) int64 {
 		WHERE m.tenant_id = $1 AND u.name = 'bob'`, w.tenant)
 }
 
+// bobsReplies counts the replies stored in bob's memory.
+func (w *world) bobsReplies(ctx context.Context) int64 {
+	return w.scalar(ctx, `SELECT count(*) FROM messages m JOIN memory_users u ON u.tenant_id = m.tenant_id AND u.id = m.user_id
+		WHERE m.tenant_id = $1 AND u.name = 'bob' AND m.role = 'assistant'`, w.tenant)
+}
+
 // convOwner names the memory user of the conversation with this key.
 func (w *world) convOwner(ctx context.Context, ext string) string {
 	w.t.Helper()
