@@ -282,7 +282,8 @@ func TestShardedBehindNginx(t *testing.T) {
 	// (4) Every acknowledged turn is stored. SIGKILL may take a reply that
 	// was answered but whose capture had not committed (the question is
 	// stored before the provider is called): replies answered by the
-	// victim in the 2 s before the kill are counted, not failed.
+	// victim in the 2 s before the kill (or read by the client after it)
+	// are counted, not failed.
 	w.fleet.stop(0)
 	w.fleet.stop(1)
 	w.fleet.stop(2)
@@ -527,7 +528,8 @@ func (o outcome) String() string {
 
 // checkStored reads every tenant's messages and returns the acknowledged
 // turns missing their question or reply (a streamed one its whole reply),
-// apart from the victim's replies in the 2 s before the kill, counted.
+// apart from the victim's replies in the 2 s before the kill (or read
+// after it), counted.
 func (w *world) checkStored(ctx context.Context, killed *rig.Proc, killAt time.Time) (lost []string, lostReplies, window int) {
 	byTenant := map[int][]ack{}
 	for _, a := range w.acks {
@@ -561,7 +563,10 @@ func (w *world) checkStored(ctx context.Context, killed *rig.Proc, killAt time.T
 				lost = append(lost, fmt.Sprintf("tenant %d turn %d acknowledged at %s: question not stored", i, a.tag, a.at.Format(time.StampMilli)))
 			}
 			by := w.fleet.servedBy(a.rid)
-			inWindow := by == killed && a.at.Before(killAt) && killAt.Sub(a.at) < 2*time.Second
+			// A reply the client read after the kill was sent before it:
+			// the client notes the time once its goroutine runs again,
+			// which on a loaded machine may be after killAt.
+			inWindow := by == killed && killAt.Sub(a.at) < 2*time.Second
 			if inWindow {
 				window++
 			}
@@ -570,7 +575,8 @@ func (w *world) checkStored(ctx context.Context, killed *rig.Proc, killAt time.T
 			case !ok && inWindow:
 				lostReplies++
 			case !ok:
-				lost = append(lost, fmt.Sprintf("tenant %d turn %d (%s) acknowledged at %s by %s: reply not stored", i, a.tag, a.rid, a.at.Format(time.StampMilli), w.describe(by, killed)))
+				lost = append(lost, fmt.Sprintf("tenant %d turn %d (%s) acknowledged at %s by %s (the kill at %s): reply not stored",
+					i, a.tag, a.rid, a.at.Format(time.StampMilli), w.describe(by, killed), killAt.Format(time.StampMilli)))
 			case a.reply != "" && got != a.reply:
 				lost = append(lost, fmt.Sprintf("tenant %d streamed turn %d: stored reply %q, want %q", i, a.tag, got, a.reply))
 			}
