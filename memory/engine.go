@@ -321,6 +321,7 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 		// The live question and the conversation's latest turns are in
 		// most of the frames that follow.
 		e.res.texts.put(m.TenantID, epoch, got.Items)
+		e.res.own(m.TenantID, got, c)
 		if e.opt.Chain != nil {
 			e.opt.Chain.Kick(m.TenantID)
 		}

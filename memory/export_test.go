@@ -56,3 +56,20 @@ func (e *Engine) HoldArena(ctx context.Context, tenantID int64) (a *arena.Arena,
 	}
 	return v.arena, func() { e.res.done(r) }, nil
 }
+
+// Rescans is how many frames scanned an arena their catch-up then moved on.
+func (e *Engine) Rescans() int64 { return e.res.rescans.Load() }
+
+// Watermark is how far the tenant's loaded arena has read the tenant's log
+// (0: not loaded).
+func (e *Engine) Watermark(tenantID int64) int64 {
+	e.res.mu.Lock()
+	r := e.res.by[tenantID]
+	e.res.mu.Unlock()
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watermark
+}

@@ -39,6 +39,9 @@ type residents struct {
 	// segs (nil: none) keeps what a cold load read as segments for the
 	// next one (segments.go).
 	segs *segmentWriter
+	// rescans counts the frames that scanned an arena their catch-up then
+	// moved on (frameread.go), so scanned again.
+	rescans atomic.Int64
 }
 
 // resident is one tenant's arena and how far it has read the tenant's log.
@@ -51,7 +54,13 @@ type resident struct {
 	// space is the arena's dense space (nil: the version has no vectors),
 	// fixed when the arena was loaded: the tenant's component is frozen.
 	space *dict.Space
-	use   usage // under residents.mu
+	// tip says the last thing that moved the arena was this process's own
+	// capture (own.go): it is then likely current, and a frame scans it
+	// while its catch-up is read. A catch-up that brought others' writes
+	// clears it, and the frames after wait for theirs before scanning, so
+	// replicas taking turns on a tenant do not scan twice a frame.
+	tip bool
+	use usage // under residents.mu
 }
 
 func newResidents(st CatchUpStore, opts arena.Options, vecs *vectorCache, texts *itemCache, budget int64) *residents {
@@ -91,7 +100,7 @@ func (rs *residents) current(ctx context.Context, r *resident) (view, error) {
 		if cu.Head.DictVersion == r.dict {
 			if cu.Head.Seq != r.watermark {
 				rs.apply(tenantID, r.arena, cu, r.space)
-				r.watermark = cu.Head.Seq
+				r.watermark, r.tip = cu.Head.Seq, false
 				rs.resize(r)
 				rs.observe("catchup", time.Since(start))
 			}
@@ -135,7 +144,7 @@ func (rs *residents) current(ctx context.Context, r *resident) (view, error) {
 			target = arena.New(opts)
 		}
 		rs.apply(tenantID, target, cu, space)
-		r.arena, r.watermark, r.dict, r.space = target, cu.Head.Seq, head.DictVersion, space
+		r.arena, r.watermark, r.dict, r.space, r.tip = target, cu.Head.Seq, head.DictVersion, space, false
 		rs.resize(r)
 		if watermark == 0 {
 			rs.loaded(time.Since(start))
@@ -145,12 +154,12 @@ func (rs *residents) current(ctx context.Context, r *resident) (view, error) {
 	}
 }
 
-// position is where the tenant's loaded arena stands; false when none is
-// loaded yet (or it was evicted).
-func (rs *residents) position(r *resident) (watermark int64, dictVersion int, ok bool) {
+// position is the tenant's loaded arena as it stands; loaded is false when
+// none is loaded yet (or it was evicted); tip is resident.tip.
+func (rs *residents) position(r *resident) (v view, loaded, tip bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.watermark, r.dict, r.dict != 0 && r.watermark != 0
+	return r.view(), r.dict != 0 && r.watermark != 0, r.tip
 }
 
 // advance applies a catch-up read without the arena's lock (a frame's
@@ -166,7 +175,7 @@ func (rs *residents) advance(r *resident, dictVersion int, cu store.CatchUp, sta
 	}
 	if cu.Head.Seq > r.watermark {
 		rs.apply(r.tenant, r.arena, after(cu, r.watermark), r.space)
-		r.watermark = cu.Head.Seq
+		r.watermark, r.tip = cu.Head.Seq, false
 		rs.resize(r)
 		rs.observe("catchup", time.Since(start))
 	}
