@@ -94,7 +94,9 @@ func (r *Report) notes(m *mdw) {
 				m.p("The database takes %s ms of the turn (traced, mean); the largest pieces are %s. The warm read",
 					ms(stmtSum(mp.Statements)), strings.Join(top, ", "))
 				m.p("(`select activations+items`) is bounded to the 400 most recently activated items. Each read of the")
-				m.p("turn is one pipelined round trip (the tenant setting and its statements in one batch); capture is three.")
+				m.p("turn is one pipelined round trip (the tenant setting and its statements in one batch); capture is two: its")
+				m.p("statements in one batch, then COMMIT once they all succeeded. The frame scans while its read is in flight")
+				m.p("when the arena already holds the turn's own capture (memory/own.go), and scans again if the read brought more.")
 			}
 		}
 		if pl != nil && r.Pass != nil {
