@@ -69,7 +69,6 @@ func (e *Engine) Watermark(tenantID int64) int64 {
 	if r == nil {
 		return 0
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.watermark
+	v, _, _ := e.res.position(r)
+	return v.watermark
 }

@@ -2,12 +2,17 @@ package memory_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/store"
+	"github.com/perpetuity/perpetuity/memory/text"
+	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
 
 // TestOwnCaptureNeedsNoCatchUp: what this process captures is in its arena
@@ -47,6 +52,75 @@ func TestOwnCaptureNeedsNoCatchUp(t *testing.T) {
 	if len(warm.Retrieved) < 4 || !slices.Equal(warm.Retrieved, cold.Retrieved) || frameText(warm) != frameText(cold) {
 		t.Fatalf("own captures rank otherwise than the store's rows:\n%v\n%s---\n%v\n%s", warm.Retrieved, frameText(warm), cold.Retrieved, frameText(cold))
 	}
+	sameArenas(t, f.eng, newEngine(f.db), f.nt.TenantID)
+}
+
+// TestOwnCaptureV3: under a version with word vectors, what own captures
+// put in the arena (vectors included) is item for item what a load from
+// the store puts there.
+func TestOwnCaptureV3(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Its own database: a tenant on v3 in the shared one would make v3
+	// the version other tests' new tenants start on.
+	db, err := store.Open(ctx, dbtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	v3, err := dict.Builtin(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UploadDictionary(ctx, v3, store.Actor{Email: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := text.NewCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := func() *memory.Engine {
+		return memory.New(db, memory.TextAnalyzer{C: c}, memory.DictTerms{D: v3}, memory.Options{})
+	}
+	f := &fixture{db: db, eng: engine(), nt: nt}
+	w := f.who(t, "alice", "c")
+	f.say(t, w, "user", "we adopted a puppy from the shelter", 0)
+	if _, err := f.eng.Frame(ctx, memory.FrameQuery{Who: w, Live: "dog", Probe: true, Now: time.Now()}); err != nil {
+		t.Fatal(err) // loads the arena
+	}
+	for i, s := range []string{"I planted tomatoes and carrots", "the concert was loud", "my sister paints landscapes"} {
+		seq := f.say(t, w, "user", s, i+1).Seq
+		if got := f.eng.Watermark(nt.TenantID); got != seq {
+			t.Fatalf("after capture at seq %d the arena stands at %d", seq, got)
+		}
+	}
+	st := sameArenas(t, f.eng, engine(), nt.TenantID)
+	if st.Space == nil || st.Count != 4 {
+		t.Fatalf("v3 arena: space %v, %d items", st.Space != nil, st.Count)
+	}
+}
+
+// sameArenas fails unless a and b hold the tenant's arena item for item
+// (arena.ItemDigest: ids, terms, clock, decay, vectors) at one watermark.
+func sameArenas(t *testing.T, a, b *memory.Engine, tenantID int64) memory.ArenaState {
+	t.Helper()
+	sa, err := a.ArenaSnapshot(context.Background(), tenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.ArenaSnapshot(context.Background(), tenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Watermark != sb.Watermark || sa.Count != sb.Count || sa.Digest != sb.Digest || !maps.Equal(sa.Items, sb.Items) {
+		t.Fatalf("arenas differ: at %d, %d items, digest %x; from the store at %d, %d items, digest %x",
+			sa.Watermark, sa.Count, sa.Digest, sb.Watermark, sb.Count, sb.Digest)
+	}
+	return sa
 }
 
 // TestFrameRescansWhatAnotherProcessStored: after its own capture a
