@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -606,4 +607,57 @@ func TestWriterRedactionBetweenReadAndWrite(t *testing.T) {
 			t.Fatalf("an edge of the redacted item: %+v", e)
 		}
 	}
+}
+
+// countingStore counts the writer's write transactions.
+type countingStore struct {
+	*store.DB
+	writes atomic.Int32
+}
+
+func (c *countingStore) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int64, edges []store.ChainEdge) error {
+	c.writes.Add(1)
+	return c.DB.WriteChainEdges(ctx, tenantID, from, to, seen, edges)
+}
+
+// TestRunSettlesBeforeCatchingUp: captures that kick the writer within its
+// settle are caught up by one transaction, not one each, to the same
+// edges.
+func TestRunSettlesBeforeCatchingUp(t *testing.T) {
+	t.Parallel()
+	s := newScene(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := &countingStore{DB: s.db}
+	w := chain.NewWriter(cs, fakeLex{}, rules, func(err error) { t.Error(err) })
+	// Wide enough that the kicks below fall inside it on a loaded machine;
+	// each kick is followed by a pause in which a writer that did not
+	// settle would have caught up.
+	w.SetSettle(3 * time.Second)
+	go w.Run(ctx)
+	const kicks = 4
+	for range kicks {
+		s.talk(t, 3)
+		w.Kick(s.id)
+		time.Sleep(50 * time.Millisecond)
+	}
+	head := s.head(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mark, err := s.db.ChainHead(ctx, s.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mark == head {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watermark %d of %d after 20s", mark, head)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := cs.writes.Load(); n != 1 {
+		t.Fatalf("%d write transactions for %d kicks within the settle, want 1", n, kicks)
+	}
+	s.caughtUp(t)
 }

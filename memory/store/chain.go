@@ -160,7 +160,7 @@ func (db *DB) ReadChainBatch(ctx context.Context, tenantID, after, upto int64) (
 // ErrChainGone: an edge names an item
 // that no longer exists.
 func (db *DB) WriteChainEdges(ctx context.Context, tenantID, from, to, seen int64, edges []ChainEdge) error {
-	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
+	err := db.inTenantDerived(ctx, tenantID, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, chainEnsureHeadSQL, tenantID); err != nil {
 			return err
 		}

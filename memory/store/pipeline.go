@@ -31,6 +31,12 @@ func (db *DB) hotPipeline(ctx context.Context, tenantID int64, queue func(b *pgx
 	return db.pipeline(ctx, tenantID, false, setTenantGenericSQL, queue)
 }
 
+// derivedPipeline is hotPipeline for a write of derived state (heat) that
+// need not wait for its commit to reach the disk (setTenantDerivedSQL).
+func (db *DB) derivedPipeline(ctx context.Context, tenantID int64, queue func(b *pgx.Batch)) error {
+	return db.pipeline(ctx, tenantID, false, setTenantDerivedSQL, queue)
+}
+
 func (db *DB) pipeline(ctx context.Context, tenantID int64, snapshot bool, tenantSQL string, queue func(b *pgx.Batch)) error {
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
@@ -73,3 +79,18 @@ func (db *DB) pipeline(ctx context.Context, tenantID int64, snapshot bool, tenan
 // faster so (its commit is).
 const setTenantGenericSQL = `SELECT set_config('app.tenant_id', $1, true),
 	set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// setTenantDerivedSQL is setTenantGenericSQL for a transaction that writes
+// only state derived from what captures stored (a frame's reheats, the
+// chain writer's edges and watermark): its commit returns without waiting
+// for the WAL flush (synchronous_commit off for this transaction only).
+// Each such wait stood in line with the captures' own flushes on the same
+// disk. What a database crash can lose is then a suffix of these
+// transactions alone (the WAL is written in order, so any later durable
+// commit makes them durable with it), each whole, and nothing a durable
+// transaction read from them: the chain writer starts again from its
+// stored watermark, and a lost reheat leaves the item at the heat it had.
+// Captures, purges, keys and the request records keep waiting for the disk.
+const setTenantDerivedSQL = `SELECT set_config('app.tenant_id', $1, true),
+	set_config('plan_cache_mode', 'force_generic_plan', true),
+	set_config('synchronous_commit', 'off', true)`

@@ -13,7 +13,8 @@ import (
 // hold for every statement of the batch and for nothing after it (a cold
 // load's catch-up on the same connection is planned for its values), and a
 // failing batch leaves the pooled connection idle rather than inside an
-// aborted transaction.
+// aborted transaction. A derived batch's commit alone does not wait for the
+// disk (synchronous_commit), and only until its transaction ends.
 func TestPipelineRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -27,24 +28,31 @@ func TestPipelineRead(t *testing.T) {
 		snapshot bool
 		hot      bool
 		fail     bool
+		derived  bool
 	}{
-		{"implicit", false, false, false},
-		{"snapshot", true, false, false},
-		{"implicit failing", false, false, true},
-		{"snapshot failing", true, false, true},
-		{"hot", false, true, false},
-		{"hot failing", false, true, true},
-		{"hot snapshot", true, true, false},
+		{"implicit", false, false, false, false},
+		{"snapshot", true, false, false, false},
+		{"implicit failing", false, false, true, false},
+		{"snapshot failing", true, false, true, false},
+		{"hot", false, true, false, false},
+		{"hot failing", false, true, true, false},
+		{"hot snapshot", true, true, false, false},
+		{"derived", false, true, false, true},
+		{"derived failing", false, true, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var first, second, plans string
+			var first, second, plans, durable string
 			tenantSQL := setTenantSQL
-			if tc.hot {
+			switch {
+			case tc.derived:
+				tenantSQL = setTenantDerivedSQL
+			case tc.hot:
 				tenantSQL = setTenantGenericSQL
 			}
 			err := db.pipeline(ctx, 4711, tc.snapshot, tenantSQL, func(b *pgx.Batch) {
 				b.Queue(`SELECT current_setting('app.tenant_id', true)`).QueryRow(func(r pgx.Row) error { return r.Scan(&first) })
 				b.Queue(`SELECT current_setting('plan_cache_mode')`).QueryRow(func(r pgx.Row) error { return r.Scan(&plans) })
+				b.Queue(`SELECT current_setting('synchronous_commit')`).QueryRow(func(r pgx.Row) error { return r.Scan(&durable) })
 				if tc.fail {
 					b.Queue(`SELECT 1/0`)
 				}
@@ -58,6 +66,9 @@ func TestPipelineRead(t *testing.T) {
 			}
 			if want := map[bool]string{false: "auto", true: "force_generic_plan"}[tc.hot]; plans != want {
 				t.Fatalf("plan_cache_mode inside the batch: %q, want %q", plans, want)
+			}
+			if want := map[bool]string{false: "on", true: "off"}[tc.derived]; durable != want {
+				t.Fatalf("synchronous_commit inside the batch: %q, want %q", durable, want)
 			}
 			// Every pooled connection: idle, and no tenant left behind.
 			conns := db.Pool.AcquireAllIdle(ctx)
@@ -83,6 +94,13 @@ func TestPipelineRead(t *testing.T) {
 				}
 				if plansAfter != "auto" {
 					t.Fatalf("plan_cache_mode %q outlived its batch", plansAfter)
+				}
+				var durableAfter string
+				if err := c.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&durableAfter); err != nil {
+					t.Fatal(err)
+				}
+				if durableAfter != "on" {
+					t.Fatalf("synchronous_commit %q outlived its batch", durableAfter)
 				}
 			}
 		})
@@ -113,5 +131,34 @@ func TestPoolPlansNoParallelWorkers(t *testing.T) {
 		if workers != "0" || role != AppRole {
 			t.Errorf("%s pool: max_parallel_workers_per_gather %s, role %s", name, workers, role)
 		}
+	}
+}
+
+// TestInTenantDerived: the chain writer's transaction (inTenantDerived) has
+// the tenant set and its commit not waiting for the disk; both end with it.
+func TestInTenantDerived(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, dbtest.Shared(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	var tenant, durable string
+	if err := db.inTenantDerived(ctx, 4712, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT current_setting('app.tenant_id', true), current_setting('synchronous_commit')`).Scan(&tenant, &durable)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if tenant != "4712" || durable != "off" {
+		t.Fatalf("inside: tenant %q, synchronous_commit %q", tenant, durable)
+	}
+	if err := db.InTenant(ctx, 4712, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&durable)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if durable != "on" {
+		t.Fatalf("a plain transaction after it: synchronous_commit %q", durable)
 	}
 }

@@ -400,7 +400,7 @@ func (db *DB) ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64,
 	for i, r := range rs {
 		ids[i], peaks[i] = r.ItemID, r.Peak
 	}
-	err := db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
+	err := db.derivedPipeline(ctx, tenantID, func(b *pgx.Batch) {
 		b.Queue(reheatSQL, tenantID, viewerID, ids, peaks, clock)
 	})
 	if err != nil {

@@ -116,6 +116,17 @@ func (db *DB) InTenant(ctx context.Context, tenantID int64, fn func(tx pgx.Tx) e
 	})
 }
 
+// inTenantDerived is InTenant for a transaction that writes only derived
+// state (setTenantDerivedSQL): its commit does not wait for the disk.
+func (db *DB) inTenantDerived(ctx context.Context, tenantID int64, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, setTenantDerivedSQL, strconv.FormatInt(tenantID, 10)); err != nil {
+			return fmt.Errorf("set tenant: %w", err)
+		}
+		return fn(tx)
+	})
+}
+
 // InTenantRead is InTenant with a read-only repeatable-read snapshot, for
 // reads that must see one consistent state (arena catch-up, integrity).
 func (db *DB) InTenantRead(ctx context.Context, tenantID int64, fn func(tx pgx.Tx) error) error {
