@@ -11,7 +11,9 @@ type TextAnalyzer struct{ C *text.Counter }
 
 func (a TextAnalyzer) Count(s string) int                     { return a.C.Count(s) }
 func (a TextAnalyzer) Normalize(s string) []string            { return text.Normalize(s) }
-func (a TextAnalyzer) Chunk(s string, maxTokens int) []string { return text.Chunk(s, maxTokens, a.C) }
+func (a TextAnalyzer) Chunk(s string, maxTokens int) ([]string, []int) {
+	return text.ChunkCounted(s, maxTokens, a.C)
+}
 func (a TextAnalyzer) ChunkContent(s string, chunks []string) []string {
 	return text.ChunkContent(s, chunks)
 }

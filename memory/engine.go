@@ -19,7 +19,8 @@ import (
 type Analyzer interface {
 	Count(s string) int
 	Normalize(s string) []string
-	Chunk(s string, maxTokens int) []string
+	// Chunk cuts s into pieces of at most maxTokens, with their counts.
+	Chunk(s string, maxTokens int) (chunks []string, counts []int)
 	// ChunkContent returns, per chunk, the part that is the turn's content:
 	// harness scaffolding (system reminders, environment dumps) is stored
 	// verbatim but does not crowd retrieval.
@@ -293,7 +294,7 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 	if m.At.IsZero() {
 		m.At = time.Now()
 	}
-	chunks := e.an.Chunk(m.Text, e.opt.ChunkTokens)
+	chunks, counts := e.an.Chunk(m.Text, e.opt.ChunkTokens)
 	c := store.Capture{
 		TenantID: m.TenantID, UserID: m.UserID, ConversationID: m.ConversationID,
 		Role: m.Role, Speaker: m.Speaker, Position: m.Position,
@@ -306,7 +307,7 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 	speaker := e.an.Normalize(m.Speaker)
 	for i, ch := range chunks {
 		toks := append(append([]string(nil), speaker...), e.an.Normalize(contents[i])...)
-		n := e.an.Count(ch)
+		n := counts[i]
 		c.ClockAdvance += n
 		c.Items = append(c.Items, store.CaptureItem{
 			Body: ch, Tokens: toks, TokenCount: n,

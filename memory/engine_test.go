@@ -27,7 +27,7 @@ func (wordAnalysis) Count(s string) int { return len(strings.Fields(s)) + 1 }
 func (wordAnalysis) Normalize(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
-func (wordAnalysis) Chunk(s string, _ int) []string { return []string{s} }
+func (w wordAnalysis) Chunk(s string, _ int) ([]string, []int) { return []string{s}, []int{w.Count(s)} }
 func (wordAnalysis) ChunkContent(_ string, chunks []string) []string {
 	return chunks
 }

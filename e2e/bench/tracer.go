@@ -21,6 +21,11 @@ type stmtTracer struct {
 	sum   map[string]time.Duration
 	count map[string]int
 	order []string
+	// names memoizes stmtName by statement text: the tracer runs inside
+	// the timed operations, and naming a statement afresh (lower-casing
+	// and splitting its text) cost a capture of fourteen statements about
+	// 60 µs of the time it measured.
+	names sync.Map // SQL -> name
 }
 
 type traceStart struct{}
@@ -36,7 +41,7 @@ func newStmtTracer() *stmtTracer {
 }
 
 func (t *stmtTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	return context.WithValue(ctx, traceStart{}, started{at: time.Now(), name: stmtName(d.SQL)})
+	return context.WithValue(ctx, traceStart{}, started{at: time.Now(), name: t.name(d.SQL)})
 }
 
 func (t *stmtTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
@@ -52,7 +57,7 @@ func (t *stmtTracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	if !ok || s.batch == nil {
 		return
 	}
-	switch n := stmtName(d.SQL); n {
+	switch n := t.name(d.SQL); n {
 	case "begin", "commit", "set tenant":
 	default:
 		if !slices.Contains(*s.batch, n) {
@@ -81,6 +86,15 @@ func (t *stmtTracer) add(ctx context.Context) {
 	}
 	t.sum[name] += d
 	t.count[name]++
+}
+
+func (t *stmtTracer) name(sql string) string {
+	if n, ok := t.names.Load(sql); ok {
+		return n.(string)
+	}
+	n := stmtName(sql)
+	t.names.Store(sql, n)
+	return n
 }
 
 func (t *stmtTracer) reset() {

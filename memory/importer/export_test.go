@@ -19,17 +19,18 @@ import (
 // has to join a message's items back together in part order.
 type pieces struct{ words }
 
-func (pieces) Chunk(s string, _ int) []string {
+func (p pieces) Chunk(s string, _ int) ([]string, []int) {
 	var out []string
+	var counts []int
 	for len(s) > 0 {
 		n := min(16, len(s))
 		for n < len(s) && !utf8.RuneStart(s[n]) {
 			n++
 		}
-		out = append(out, s[:n])
+		out, counts = append(out, s[:n]), append(counts, p.Count(s[:n]))
 		s = s[n:]
 	}
-	return out
+	return out, counts
 }
 
 // exportInput covers what export must carry over: speakers, times with

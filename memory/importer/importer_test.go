@@ -26,7 +26,7 @@ type words struct{}
 
 func (words) Count(s string) int                         { return len(strings.Fields(s)) + 1 }
 func (words) Normalize(s string) []string                { return strings.Fields(strings.ToLower(s)) }
-func (words) Chunk(s string, _ int) []string             { return []string{s} }
+func (w words) Chunk(s string, _ int) ([]string, []int)  { return []string{s}, []int{w.Count(s)} }
 func (words) ChunkContent(_ string, c []string) []string { return c }
 func (words) Version() int                               { return 1 }
 func (words) Terms(t []string) ([]uint32, []uint16, int) {

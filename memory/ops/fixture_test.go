@@ -30,7 +30,7 @@ type words struct{}
 
 func (words) Count(s string) int                              { return len(strings.Fields(s)) + 1 }
 func (words) Normalize(s string) []string                     { return text.Normalize(s) }
-func (words) Chunk(s string, _ int) []string                  { return []string{s} }
+func (w words) Chunk(s string, _ int) ([]string, []int)       { return []string{s}, []int{w.Count(s)} }
 func (words) ChunkContent(_ string, chunks []string) []string { return chunks }
 
 var admin = store.Actor{Email: "test"}

@@ -24,18 +24,30 @@ import (
 // that alone is more than maxTokens tokens (some emoji are several) is a
 // chunk by itself, the only case a chunk exceeds maxTokens.
 func Chunk(s string, maxTokens int, c *Counter) []string {
+	chunks, _ := ChunkCounted(s, maxTokens, c)
+	return chunks
+}
+
+// ChunkCounted is Chunk with each chunk's token count. A message within
+// the budget, most of them, is counted once: its count is the one that
+// decided it needs no cut.
+func ChunkCounted(s string, maxTokens int, c *Counter) (chunks []string, counts []int) {
 	if s == "" {
-		return nil
+		return nil, nil
 	}
 	if maxTokens < 1 {
 		maxTokens = 1
 	}
-	if c.Count(s) <= maxTokens {
-		return []string{s}
+	if n := c.Count(s); n <= maxTokens {
+		return []string{s}, []int{n}
 	}
 	ch := chunker{s: s, max: maxTokens, c: c, spans: blockSpans(s)}
 	ch.pack(0, len(s), levelScaffold)
-	return ch.out
+	counts = make([]int, len(ch.out))
+	for i, p := range ch.out {
+		counts[i] = c.Count(p)
+	}
+	return ch.out, counts
 }
 
 // Split levels, coarsest first.

@@ -32,8 +32,9 @@ func TestChunk(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			chunks := Chunk(tt.in, tt.max, c)
+			chunks, counts := ChunkCounted(tt.in, tt.max, c)
 			checkChunks(t, tt.in, tt.max, chunks, c)
+			checkCounts(t, chunks, counts, c)
 			if tt.wantCount > 0 && len(chunks) != tt.wantCount {
 				t.Errorf("got %d chunks %q, want %d", len(chunks), chunks, tt.wantCount)
 			}
@@ -65,6 +66,19 @@ func checkChunks(t *testing.T, in string, maxTokens int, chunks []string, c *Cou
 	}
 }
 
+// checkCounts: ChunkCounted's counts are the counter's, chunk by chunk.
+func checkCounts(t *testing.T, chunks []string, counts []int, c *Counter) {
+	t.Helper()
+	if len(counts) != len(chunks) {
+		t.Fatalf("%d counts for %d chunks", len(counts), len(chunks))
+	}
+	for i, ch := range chunks {
+		if n := c.Count(ch); counts[i] != n {
+			t.Fatalf("chunk %d %q: count %d, the counter says %d", i, ch, counts[i], n)
+		}
+	}
+}
+
 func TestChunkHugeWord(t *testing.T) {
 	t.Parallel()
 	c := testCounter(t)
@@ -88,8 +102,9 @@ func FuzzChunk(f *testing.F) {
 		if maxTokens < 1 {
 			maxTokens += 64
 		}
-		chunks := Chunk(s, maxTokens, c)
+		chunks, counts := ChunkCounted(s, maxTokens, c)
 		checkChunks(t, s, maxTokens, chunks, c)
+		checkCounts(t, chunks, counts, c)
 	})
 }
 
