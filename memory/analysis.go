@@ -9,11 +9,18 @@ import (
 // normalizer, and scaffolding-aware chunking from memory/text.
 type TextAnalyzer struct{ C *text.Counter }
 
-func (a TextAnalyzer) Count(s string) int                     { return a.C.Count(s) }
-func (a TextAnalyzer) Normalize(s string) []string            { return text.Normalize(s) }
+func (a TextAnalyzer) Count(s string) int          { return a.C.Count(s) }
+func (a TextAnalyzer) Normalize(s string) []string { return text.Normalize(s) }
 func (a TextAnalyzer) Chunk(s string, maxTokens int) ([]string, []int) {
 	return text.ChunkCounted(s, maxTokens, a.C)
 }
+
+// CountAround counts pre + mid + post from mid's stored count n, counting
+// only around the seams (the frame's render, memory/render.go).
+func (a TextAnalyzer) CountAround(pre, mid string, n int, post string) (int, bool) {
+	return a.C.CountAround(pre, mid, n, post)
+}
+
 func (a TextAnalyzer) ChunkContent(s string, chunks []string) []string {
 	return text.ChunkContent(s, chunks)
 }

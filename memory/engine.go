@@ -364,34 +364,48 @@ func Alternate(in []Turn) []Turn {
 	return out
 }
 
-// alternate is Alternate with, for each turn it returns, the texts it was
-// joined from (the render counts their tokens part by part). A run of one
-// role is joined once, not concatenated turn by turn: a frame of one
-// speaker's turns is a run of dozens (quadratic copying).
-func alternate(in []Turn) ([]Turn, [][]string) {
+// alternate is Alternate with, for each turn it returns, the turns of in it
+// was joined from, by index (padded: -1; the render counts their tokens
+// part by part). A run of one role is joined once, not concatenated turn
+// by turn: a frame of one speaker's turns is a run of dozens (quadratic
+// copying).
+func alternate(in []Turn) ([]Turn, [][]int) {
 	out := make([]Turn, 0, len(in)+1)
-	parts := make([][]string, 0, len(in)+1)
-	for _, t := range in {
+	parts := make([][]int, 0, len(in)+1)
+	for i, t := range in {
 		if t.Text == "" {
 			continue
 		}
 		if len(out) == 0 && t.Role != "user" {
 			out = append(out, Turn{Role: "user", Text: padFirst})
-			parts = append(parts, []string{padFirst})
+			parts = append(parts, []int{-1})
 		}
 		if k := len(out) - 1; k >= 0 && out[k].Role == t.Role {
-			parts[k] = append(parts[k], t.Text)
+			parts[k] = append(parts[k], i)
 			continue
 		}
 		out = append(out, t)
-		parts = append(parts, []string{t.Text})
+		parts = append(parts, []int{i})
 	}
 	for k, p := range parts {
 		if len(p) > 1 {
-			out[k].Text = strings.Join(p, turnJoin)
+			out[k].Text = strings.Join(partTexts(in, p), turnJoin)
 		}
 	}
 	return out, parts
+}
+
+// partTexts are the texts of the turns of in that idx names (-1: the pad).
+func partTexts(in []Turn, idx []int) []string {
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		if i < 0 {
+			out[j] = padFirst
+		} else {
+			out[j] = in[i].Text
+		}
+	}
+	return out
 }
 
 // turnJoin separates the turns of one role that Alternate merges.

@@ -63,8 +63,10 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 	})
 
 	var turns []Turn
+	var segs []seg // per turn: how it was built, for counting it
 	if len(items) > 0 {
 		turns = append(turns, Turn{Role: "user", Text: preamble(trimmed, q.Tools)})
+		segs = append(segs, seg{n: -1})
 	}
 	var conv, msg int64 = -1, -1
 	var prevStamp string
@@ -72,6 +74,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		body := unforged(it.Body)
 		if it.MessageID == msg {
 			turns[len(turns)-1].Text += body // the next chunk of the same message
+			segs[len(segs)-1].n = -1
 			continue
 		}
 		var b strings.Builder
@@ -90,8 +93,14 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		} else {
 			b.WriteString(speakerLabel(it.Speaker, it.Interrupted))
 		}
-		b.WriteString(body)
-		turns = append(turns, Turn{Role: it.Role, Text: b.String()})
+		// The stored count is the body's as stored; a body with label
+		// brackets made plain is counted whole.
+		s := seg{pre: b.String(), body: body, n: it.TokenCount}
+		if body != it.Body {
+			s.n = -1
+		}
+		segs = append(segs, s)
+		turns = append(turns, Turn{Role: it.Role, Text: s.pre + body})
 	}
 	if !q.LiveStored && q.Live != "" {
 		// Not stored (probe, capture off): the question is still labelled,
@@ -101,13 +110,37 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 			live = labelOpen + "now" + labelClose + "\n" + speakerLabel(q.UserName, false) + live
 		}
 		turns = append(turns, Turn{Role: "user", Text: live})
+		segs = append(segs, seg{n: -1})
 	}
 	out, parts := alternate(turns)
 	f := Frame{Turns: out, Items: len(items), Trimmed: trimmed}
+	around, _ := e.an.(aroundCounter)
 	for _, p := range parts {
-		f.Tokens += joinedTokens(p, count)
+		texts := partTexts(turns, p)
+		f.Tokens += joinedTokens(texts, count, func(j int, join string) int {
+			if i := p[j]; around != nil && i >= 0 && segs[i].n >= 0 {
+				if n, ok := around.CountAround(segs[i].pre, segs[i].body, segs[i].n, join); ok {
+					return n
+				}
+			}
+			return count(texts[j] + join)
+		})
 	}
 	return f
+}
+
+// seg is how render built a turn: labels, then a stored body whose stored
+// token count is n; n < 0 when the turn is to be counted whole.
+type seg struct {
+	pre, body string
+	n         int
+}
+
+// aroundCounter counts a stored body between labels from its stored count,
+// counting only around the seams (text.Counter.CountAround); ok is false
+// when it cannot, and the whole is counted.
+type aroundCounter interface {
+	CountAround(pre, mid string, n int, post string) (int, bool)
 }
 
 // A merged turn's tokens are counted part by part where that is exact, so
@@ -121,20 +154,23 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 // (branch 4), and no other branch reads across a newline; BPE merges stay
 // within a piece. TestAlternatedTokens holds it to counting the joined text.
 //
-// joinedTokens counts strings.Join(parts, turnJoin), part by part when
-// every part after the first starts where a piece must start.
-func joinedTokens(parts []string, count func(string) int) int {
+// joinedTokens counts strings.Join(parts, turnJoin) with whole, or part
+// by part when every part after the first starts where a piece must start:
+// part(j, join) counts parts[j] + join (join is turnJoin but after the
+// last part).
+func joinedTokens(parts []string, whole func(string) int, part func(j int, join string) int) int {
 	for _, p := range parts[1:] {
 		if !startsPiece(p) {
-			return count(strings.Join(parts, turnJoin))
+			return whole(strings.Join(parts, turnJoin))
 		}
 	}
 	n := 0
-	for i, p := range parts {
-		if i < len(parts)-1 {
-			p += turnJoin
+	for j := range parts {
+		join := turnJoin
+		if j == len(parts)-1 {
+			join = ""
 		}
-		n += count(p)
+		n += part(j, join)
 	}
 	return n
 }

@@ -90,7 +90,7 @@ func TestAlternatedTokens(t *testing.T) {
 		}
 		got := 0
 		for _, p := range parts(tc.turns) {
-			got += joinedTokens(p, count)
+			got += joinedTokens(p, count, func(j int, join string) int { return count(p[j] + join) })
 		}
 		if got != want {
 			t.Errorf("%s: part by part %d tokens, joined %d", tc.name, got, want)
@@ -158,6 +158,10 @@ func TestPlural(t *testing.T) {
 
 // parts are the texts each turn of Alternate(in) joins.
 func parts(in []Turn) [][]string {
-	_, p := alternate(in)
-	return p
+	_, idx := alternate(in)
+	out := make([][]string, len(idx))
+	for k, p := range idx {
+		out[k] = partTexts(in, p)
+	}
+	return out
 }

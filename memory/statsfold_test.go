@@ -39,6 +39,12 @@ func TestCapturesFoldCountsInTheBackground(t *testing.T) {
 	var last int64
 	for i := range 7 {
 		last = f.say(t, w, "user", fmt.Sprintf("note %d about lisbon and the tram %d", i, i%3), i).Seq
+		if i == 2 {
+			// A fold still running when the next is due skips that one
+			// (the one after catches up); on a loaded machine the fold at 3
+			// could still run at 6.
+			f.eng.WaitReheats()
+		}
 	}
 	f.eng.WaitReheats()
 	if last != 7 {
