@@ -13,7 +13,7 @@ const shortPiece = 64
 const noRank = math.MaxInt
 
 func (c *Counter) rank(piece string) int {
-	if r, ok := c.ranks[piece]; ok {
+	if r, ok := c.ranks.lookup(piece); ok {
 		return r
 	}
 	return noRank

@@ -16,7 +16,7 @@ const Encoding = "o200k_base"
 
 // Counter counts model tokens with a real BPE vocabulary embedded in the
 // binary. Build one per process with NewCounter and share it: it is safe for
-// concurrent use (its only mutable part is an internal, locked cache).
+// concurrent use (its only mutable part is an internal, lock-free cache).
 //
 // tiktoken-go's own encoder runs a backtracking regular expression over a
 // rune copy of the text and allocates per piece, which is too slow for a
@@ -26,7 +26,7 @@ const Encoding = "o200k_base"
 // without building token slices. A differential test and fuzz target hold it
 // to tiktoken-go's EncodeOrdinary.
 type Counter struct {
-	ranks  map[string]int
+	ranks  *rankTable
 	pieces *pieceCache // counts of multi-token pieces, filled as they are met
 }
 
@@ -40,7 +40,12 @@ func NewCounter() (*Counter, error) {
 	if len(ranks) == 0 {
 		return nil, fmt.Errorf("load %s: empty vocabulary", Encoding)
 	}
-	return &Counter{ranks: ranks, pieces: newPieceCache()}, nil
+	bmp() // the pre-tokenizer's rune classes, built here rather than in a request
+	table, err := newRankTable(ranks)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", Encoding, err)
+	}
+	return &Counter{ranks: table, pieces: newPieceCache()}, nil
 }
 
 // Count returns the number of model tokens of s, encoded as ordinary text
@@ -77,19 +82,33 @@ func replaceInvalid(s string) string {
 }
 
 func (c *Counter) pieceTokens(piece string) int {
-	if _, ok := c.ranks[piece]; ok {
-		return 1
+	var (
+		k pieceKey
+		h uint64
+	)
+	if len(piece) <= maxPacked {
+		// One key and hash serve the vocabulary and the cache.
+		k = packKey(piece)
+		h = k.hash()
+		if _, ok := c.ranks.lookupPacked(k, h); ok {
+			return 1
+		}
+		if len(piece) <= 1 {
+			return len(piece)
+		}
+	} else {
+		if _, ok := c.ranks.long[piece]; ok {
+			return 1
+		}
+		if len(piece) > shortPiece {
+			return c.mergeLong(piece) // rare, and not worth keeping
+		}
+		k, h = c.pieces.longKey(piece)
 	}
-	if len(piece) <= 1 {
-		return len(piece)
-	}
-	if len(piece) > shortPiece {
-		return c.mergeLong(piece) // rare, and not worth keeping
-	}
-	if n, ok := c.pieces.get(piece); ok {
+	if n, ok := c.pieces.get(piece, k, h); ok {
 		return n
 	}
 	n := c.mergeShort(piece)
-	c.pieces.put(piece, n)
+	c.pieces.put(piece, k, h, n)
 	return n
 }

@@ -76,10 +76,10 @@ func classAt(s string, p int) (uint8, int) {
 		return 0, 0
 	}
 	if b := s[p]; b < utf8.RuneSelf {
-		return classify(rune(b)), 1
+		return byteClass[b], 1
 	}
 	r, n := utf8.DecodeRuneInString(s[p:])
-	return classify(r), n
+	return runeClass(r), n
 }
 
 // run advances from p while the rune class has any bit of want.
@@ -96,6 +96,14 @@ func run(s string, p int, want uint8) int {
 
 // nextPiece returns the end of the pre-token starting at p (p < len(s)).
 func nextPiece(s string, p int) int {
+	if e := fastPiece(s, p); e > 0 {
+		return e
+	}
+	return matchPiece(s, p)
+}
+
+// matchPiece is nextPiece for any text: the pattern's branches in order.
+func matchPiece(s string, p int) int {
 	c0, n0 := classAt(s, p)
 	if e := branchLetters(s, p, c0, n0, false); e > 0 {
 		return e
@@ -150,7 +158,7 @@ func lettersAt(s string, q int, upperFirst bool) int {
 	}
 	for k := uEnd; k > q; {
 		r, n := utf8.DecodeLastRuneInString(s[q:k])
-		if classify(r)&clLower != 0 {
+		if runeClass(r)&clLower != 0 {
 			return suffix(s, k)
 		}
 		k -= n
