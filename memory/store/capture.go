@@ -171,7 +171,7 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	inserted := false
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
-	b.Queue(setTenantSQL, strconv.FormatInt(c.TenantID, 10))
+	b.Queue(setTenantGenericSQL, strconv.FormatInt(c.TenantID, 10))
 	b.Queue(insertMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
 		c.Position, c.Fingerprint, c.Interrupted, c.CreatedAt).Query(func(rows pgx.Rows) error {
 		var set string
