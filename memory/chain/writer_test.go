@@ -488,21 +488,7 @@ func TestRunCatchesUpKickedTenants(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { w.Run(ctx); close(stopped) }()
 	w.Kick(s.id)
-	head := s.head(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		mark, err := s.db.ChainHead(context.Background(), s.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mark == head {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("watermark %d of %d after 20s", mark, head)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.awaitWatermark(t)
 	s.caughtUp(t)
 	cancel()
 	select {
@@ -609,6 +595,27 @@ func TestWriterRedactionBetweenReadAndWrite(t *testing.T) {
 	}
 }
 
+// awaitWatermark waits until a running writer's stored watermark reaches
+// the tenant head.
+func (s *scene) awaitWatermark(t *testing.T) {
+	t.Helper()
+	head := s.head(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mark, err := s.db.ChainHead(context.Background(), s.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mark == head {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watermark %d of %d after 20s", mark, head)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // countingStore counts the writer's write transactions.
 type countingStore struct {
 	*store.DB
@@ -641,21 +648,7 @@ func TestRunSettlesBeforeCatchingUp(t *testing.T) {
 		w.Kick(s.id)
 		time.Sleep(50 * time.Millisecond)
 	}
-	head := s.head(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		mark, err := s.db.ChainHead(ctx, s.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mark == head {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("watermark %d of %d after 20s", mark, head)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.awaitWatermark(t)
 	if n := cs.writes.Load(); n != 1 {
 		t.Fatalf("%d write transactions for %d kicks within the settle, want 1", n, kicks)
 	}
