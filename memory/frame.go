@@ -27,6 +27,12 @@ type cand struct {
 // within a budget derived from how the retrieval scores spread, capped on
 // the rendered text. Ranking is relevance only; heat decides what is shown.
 func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
+	return e.frame(ctx, q, nil)
+}
+
+// frame is Frame, beside the live question's capture when lc is not nil
+// (beside.go).
+func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Frame, error) {
 	if q.UserID == 0 {
 		// No such user (a probe naming a new name creates none): nothing
 		// to recall, and the question stands alone.
@@ -39,10 +45,11 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	// arena after the scan, and an arena in use is never evicted.
 	held := e.res.use(q.TenantID)
 	defer e.res.done(held)
-	r, inputs, settle, err := e.readFrame(rctx, q, held)
+	r, inputs, settle, err := e.readFrame(rctx, q, held, lc)
 	if err != nil {
 		return Frame{}, err
 	}
+	lc.adopt(&q, false) // a cold load waited for the capture
 	var aq arena.Query
 	var hits []arena.Hit
 	for {
@@ -57,6 +64,19 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 			break
 		}
 		e.res.rescans.Add(1)
+	}
+	if lc != nil {
+		// The scan ran beside the capture; had the arena taken in the
+		// question meanwhile (own.go), it scans again without it.
+		if err := lc.wait(ctx); err != nil {
+			return Frame{}, err
+		}
+		lc.adopt(&q, true)
+		if slices.ContainsFunc(hits, func(h arena.Hit) bool { return slices.Contains(q.LiveItems, h.ID) }) {
+			if aq, hits, err = e.retrieve(ctx, q, r); err != nil {
+				return Frame{}, err
+			}
+		}
 	}
 	var around map[int64]neighbors
 	var joined map[int64]bool
@@ -82,6 +102,9 @@ func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 		return Frame{}, got.err
 	}
 	in := got.in
+	if lc != nil {
+		settleLive(&in, lc.got, e.opt.Recent, e.opt.BaseTau)
+	}
 	cands := e.candidates(q, hits, joined, nbs, chs, in)
 	render := time.Now()
 	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), in.Labels, budget)

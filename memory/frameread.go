@@ -19,7 +19,10 @@ import (
 // the viewer's deferred reheats landed, so it sees them. The frame's
 // inputs arrive on the channel; ctx ending stops their read. r is the
 // tenant's resident, held by the caller for as long as it uses the view.
-func (e *Engine) readFrame(ctx context.Context, q FrameQuery, r *resident) (view, <-chan frameInputs, func() (view, bool, error), error) {
+//
+// Beside a capture (lc not nil, beside.go) neither the read nor the scan
+// waits for it, except a cold load, which loads what the capture stored.
+func (e *Engine) readFrame(ctx context.Context, q FrameQuery, r *resident, lc *liveCapture) (view, <-chan frameInputs, func() (view, bool, error), error) {
 	viewer := viewerKey{q.TenantID, q.UserID}
 	fr := store.FrameRead{ViewerID: q.UserID, ConvID: q.ConversationID,
 		Horizon: horizon(e.opt.BaseTau * maxTauFactor), Recent: e.opt.Recent}
@@ -43,6 +46,11 @@ func (e *Engine) readFrame(ctx context.Context, q FrameQuery, r *resident) (view
 			in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
 			inputs <- frameInputs{in, err}
 		}()
+		if lc != nil {
+			if err := lc.wait(ctx); err != nil {
+				return view{}, nil, nil, err
+			}
+		}
 		v, err := e.res.current(ctx, r)
 		return v, inputs, func() (view, bool, error) { return v, false, nil }, err
 	}

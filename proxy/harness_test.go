@@ -181,6 +181,17 @@ func (m *fakeMemory) Frame(ctx context.Context, q memory.FrameQuery) (memory.Fra
 	return memory.Frame{Turns: turns, Items: len(turns), Tokens: 10 * len(turns)}, nil
 }
 
+// FrameBeside captures, then frames: the fake has no reads to overlap.
+func (m *fakeMemory) FrameBeside(ctx context.Context, q memory.FrameQuery, capture func() (store.Captured, error)) (store.Captured, memory.Frame, error) {
+	got, err := capture()
+	if err != nil {
+		return store.Captured{}, memory.Frame{}, err
+	}
+	q.LiveStored, q.LiveItems = true, got.ItemIDs
+	f, err := m.Frame(ctx, q)
+	return got, f, err
+}
+
 // RunTool answers every memory call with a result naming it, and keeps the
 // calls; the frame's tool state must come along.
 func (m *fakeMemory) RunTool(_ context.Context, st *memory.ToolState, name string, args json.RawMessage) (string, error) {

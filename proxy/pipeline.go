@@ -145,24 +145,21 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 			t.liveText = t.in.messages[t.in.live].text
 		}
 
-		live, err := p.captureLive(ctx, c, t)
-		if err != nil {
-			return err
-		}
 		var q memory.FrameQuery
-		if t.sw.recall && t.in.live >= 0 && !t.in.stateful {
+		recall := t.sw.recall && t.in.live >= 0 && !t.in.stateful
+		if recall {
 			q = memory.FrameQuery{
-				Who: t.who, Live: t.liveText, LiveStored: live != nil, LiveItems: liveItems(live),
+				Who: t.who, Live: t.liveText,
 				Ceiling: p.cfg.FrameCeiling, Budget: t.sw.budget, Probe: t.sw.probe || !t.sw.capture,
 				// A user not created (a probe naming a new name) has no memory to search.
 				Tools: p.toolsFor(t) && t.who.UserID != 0, Now: time.Now(),
 				Explain: p.inspects(t),
 			}
-			f, err := p.mem.Frame(ctx, q)
-			if err != nil {
-				return p.memoryUnavailable(c, "frame", err)
-			}
-			t.frame = &f
+		}
+		if err := p.captureAndFrame(ctx, c, t, &q, recall); err != nil {
+			return err
+		}
+		if f := t.frame; f != nil {
 			h := c.Response().Header()
 			h.Set(HeaderFrameItems, strconv.Itoa(f.Items))
 			h.Set(HeaderFrameTokens, strconv.Itoa(f.Tokens))
@@ -196,10 +193,66 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 	}
 }
 
+// captureAndFrame stores the live question and builds the turn's frame
+// (when recall is on, into t.frame), the frame beside the capture: its
+// reads travel while the capture commits (memory.Engine.FrameBeside), and
+// nothing is forwarded before the question is stored. q gets the stored
+// items.
+func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q *memory.FrameQuery, recall bool) error {
+	if !p.storesLive(t) {
+		if !recall {
+			return nil
+		}
+		f, err := p.mem.Frame(ctx, *q)
+		if err != nil {
+			return p.memoryUnavailable(c, "frame", err)
+		}
+		t.frame = &f
+		return nil
+	}
+	if !recall {
+		_, err := p.captureLive(ctx, c, t)
+		return err
+	}
+	conv := t.who.ConversationID
+	var capErr error
+	live, f, err := p.mem.FrameBeside(ctx, *q, func() (store.Captured, error) {
+		// t is this goroutine's until it returns: the frame works on its
+		// copy of q, and FrameBeside returns after this does.
+		live, err := p.captureLive(ctx, c, t)
+		if err != nil {
+			capErr = err
+			return store.Captured{}, err
+		}
+		return *live, nil
+	})
+	if capErr != nil {
+		return capErr
+	}
+	if err == nil && t.who.ConversationID != conv {
+		// The capture made the conversation again (purged meanwhile,
+		// captureLive): the frame read the old one, so it is built again.
+		q.Who = t.who
+		q.LiveStored, q.LiveItems = true, live.ItemIDs
+		f, err = p.mem.Frame(ctx, *q)
+	}
+	if err != nil {
+		return p.memoryUnavailable(c, "frame", err)
+	}
+	q.Who, q.LiveStored, q.LiveItems = t.who, true, live.ItemIDs
+	t.frame = &f
+	return nil
+}
+
+// storesLive says the turn's live question is to be captured.
+func (p *Proxy) storesLive(t *turn) bool {
+	return t.sw.capture && !t.sw.probe && strings.TrimSpace(t.liveText) != ""
+}
+
 // captureLive stores the live question before anything is forwarded, on a
 // context detached from the client: a hang-up must not lose the turn.
 func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn) (*store.Captured, error) {
-	if !t.sw.capture || t.sw.probe || strings.TrimSpace(t.liveText) == "" {
+	if !p.storesLive(t) {
 		return nil, nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
@@ -240,13 +293,6 @@ func (p *Proxy) memoryUnavailable(c echo.Context, step string, err error) error 
 	p.log.Error(step+" failed", "request_id", c.Get("perpetuity.request_id"), "err", err)
 	return &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded,
 		Message: "memory is unavailable; the request was not forwarded"}
-}
-
-func liveItems(c *store.Captured) []int64 {
-	if c == nil {
-		return nil
-	}
-	return c.ItemIDs
 }
 
 // reply is what came back from the provider, for capture.

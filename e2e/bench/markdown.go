@@ -215,11 +215,13 @@ func (r *Report) memPath(m *mdw) {
 		m.p("## 2. Memory path")
 		m.p("")
 	}
-	m.p("The memory path alone, without HTTP or an upstream: `memory.Engine.Capture` of the live question, then")
-	m.p("`Frame` (catch-up check, scan, warm activations, render), in this process, same questions. The frame's")
-	m.p("reheat is written after it returns, as serving does, and finishes before the next turn starts (in serving")
-	m.p("it runs while the provider answers); its statement is in the breakdown below but not in the turn's time.")
-	m.p("The pipeline's added time above is this plus the HTTP hop, the key lookup and the conversation upsert.")
+	m.p("The memory path alone, without HTTP or an upstream: `memory.Engine.FrameBeside` as serving calls it,")
+	m.p("`Capture` of the live question with the frame (catch-up check, scan, warm activations, render) built")
+	m.p("beside it, its read travelling while the capture commits; the turn ends when both have. \"capture\" is the")
+	m.p("capture's own time, \"frame past capture\" what the turn takes beyond it. The frame's reheat is written")
+	m.p("after it returns, as serving does, and finishes before the next turn starts (in serving it runs while the")
+	m.p("provider answers); its statement is in the breakdown below but not in the turn's time. The pipeline's")
+	m.p("added time above is this plus the HTTP hop, the key lookup and the conversation upsert.")
 	m.p("")
 	dense := len(r.MemPathV3) > 0
 	var rows [][]string

@@ -10,8 +10,9 @@ import (
 )
 
 // MemPathResult is the whole memory path of one turn without HTTP or an
-// upstream (issue 3): capture the live question, then retrieve and render
-// its frame (reheats written), through a memory.Engine of this process.
+// upstream (issue 3): capture the live question and, beside it, retrieve
+// and render its frame (reheats written), through a memory.Engine of this
+// process. Frame is the turn's time past the capture's.
 type MemPathResult struct {
 	Items   int
 	Dict    int // the tenant's dictionary version
@@ -67,17 +68,21 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 	// this capture, which in serving it does not: the provider's answer
 	// comes between two turns of a conversation.
 	mp.eng.WaitReheats()
+	// As serving does (proxy captureAndFrame): the frame is built beside
+	// the capture, and the turn ends when both have.
 	t0 := time.Now()
-	c, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user]})
+	var took time.Duration
+	_, _, err = mp.eng.FrameBeside(ctx, memory.FrameQuery{Who: who, Live: text, Now: time.Now()}, func() (store.Captured, error) {
+		c, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user]})
+		took = time.Since(t0)
+		return c, err
+	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("memory path capture: %w", err)
+		return 0, 0, fmt.Errorf("memory path: %w", err)
 	}
+	total := time.Since(t0)
 	mp.pos[user] += 2
-	t1 := time.Now()
-	if _, err := mp.eng.Frame(ctx, memory.FrameQuery{Who: who, Live: text, LiveStored: true, LiveItems: c.ItemIDs, Now: time.Now()}); err != nil {
-		return 0, 0, fmt.Errorf("memory path frame: %w", err)
-	}
-	return t1.Sub(t0), time.Since(t1), nil
+	return took, total - took, nil
 }
 
 func runMemPath(ctx context.Context, mp *memPath, k *kit, t *Tenant, lr liveRequests, bodies []string, cfg Config, lg *logger) (*MemPathResult, error) {

@@ -85,7 +85,7 @@ func (r *Report) notes(m *mdw) {
 		}
 		m.p("**Full pipeline and memory path (§2).**")
 		if mp != nil {
-			m.p("At 250k items the memory path alone takes %s ms at p50: capture %s ms and frame %s ms.",
+			m.p("At 250k items the memory path alone takes %s ms at p50: capture %s ms, and the frame built beside it %s ms past it.",
 				ms(mp.Total.P50), ms(mp.Capture.P50), ms(mp.Frame.P50))
 			m.p("(For scale: counting up to %d candidate bodies with the BPE counter would take %s ms; the first pass",
 				mp.CountBodies, ms(mp.Count.P50))
@@ -95,8 +95,9 @@ func (r *Report) notes(m *mdw) {
 					ms(stmtSum(mp.Statements)), strings.Join(top, ", "))
 				m.p("(`select activations+items`) is bounded to the 400 most recently activated items. Each read of the")
 				m.p("turn is one pipelined round trip (the tenant setting and its statements in one batch); capture is two: its")
-				m.p("statements in one batch, then COMMIT once they all succeeded. The frame scans while its read is in flight")
-				m.p("when the arena already holds the turn's own capture (memory/own.go), and scans again if the read brought more.")
+				m.p("statements in one batch, then COMMIT once they all succeeded. The frame's read goes out beside the capture;")
+				m.p("the frame scans once the capture returned and the arena holds it (memory/own.go), while its read may still")
+				m.p("be in flight, and scans again if the read brought more.")
 			}
 		}
 		if pl != nil && r.Pass != nil {

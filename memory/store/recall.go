@@ -218,9 +218,9 @@ const (
 		WHERE i.tenant_id = $1 AND i.id = ANY($2)`
 )
 
-// warmLimit bounds the warm read to the most recently activated items: a
+// WarmLimit bounds the warm read to the most recently activated items: a
 // frame renders far fewer, and the read must not grow with the memory.
-const warmLimit = 400
+const WarmLimit = 400
 
 // A date a question names brings all its turns when they are few enough
 // to show (a day of chat, or a month with one conversation in it);
@@ -312,7 +312,7 @@ func queueFrameInputs(b *pgx.Batch, tenantID int64, r FrameRead, in *FrameInputs
 		}
 	}
 	b.Queue(viewerClockSQL, tenantID, r.ViewerID).QueryRow(func(row pgx.Row) error { return notFound(row.Scan(&in.Clock)) })
-	b.Queue(warmSQL, tenantID, r.ViewerID, r.Horizon, warmLimit).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(warmSQL, tenantID, r.ViewerID, r.Horizon, WarmLimit).Query(func(rows pgx.Rows) (err error) {
 		in.Warm, err = pgx.CollectRows(rows, pgx.RowToStructByPos[WarmRow])
 		return err
 	})

@@ -1,0 +1,111 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+// FrameBeside builds the frame of a live question while capture stores it:
+// the frame's one read (catch-up, clock, warm, recent, dates, labels) and
+// its scan run while the capture's statements and its commit do, instead
+// of after them. The frame is the one Frame would build after Capture with
+// q.LiveItems set to the captured items (settleLive mends what the read's
+// earlier snapshot could not see), but for one thing: the scan's term
+// statistics usually do not count the question itself yet, as a probe's
+// do not (a frame after Capture counts it; an arena that took the question
+// in before the scan is scanned again without it among the matches). It
+// returns only once
+// capture has returned, whatever happened to the frame: nothing may go
+// upstream before the question is stored, and a failed capture wins over
+// the frame (the caller answers that memory is unavailable).
+//
+// capture runs on its own goroutine and must not use ctx's cancellation if
+// a client hanging up must not lose the turn; q's LiveStored and LiveItems
+// are set from what it stored.
+func (e *Engine) FrameBeside(ctx context.Context, q FrameQuery, capture func() (store.Captured, error)) (store.Captured, Frame, error) {
+	lc := &liveCapture{done: make(chan struct{})}
+	go func() {
+		defer close(lc.done)
+		lc.got, lc.err = capture()
+	}()
+	if q.UserID == 0 {
+		<-lc.done
+		if lc.err != nil {
+			return store.Captured{}, Frame{}, lc.err
+		}
+		q.LiveStored, q.LiveItems = true, lc.got.ItemIDs
+		f, err := e.Frame(ctx, q)
+		return lc.got, f, err
+	}
+	f, err := e.frame(ctx, q, lc)
+	<-lc.done
+	if lc.err != nil {
+		return store.Captured{}, Frame{}, lc.err
+	}
+	return lc.got, f, err
+}
+
+// liveCapture is the capture a frame runs beside.
+type liveCapture struct {
+	done chan struct{}
+	got  store.Captured
+	err  error
+}
+
+// adopt sets q's live items from the capture, once it returned (at once
+// when wait, else only if it already has). A nil capture is none.
+func (lc *liveCapture) adopt(q *FrameQuery, wait bool) {
+	if lc == nil || q.LiveStored {
+		return
+	}
+	if !wait {
+		select {
+		case <-lc.done:
+		default:
+			return
+		}
+	}
+	<-lc.done
+	q.LiveStored, q.LiveItems = true, lc.got.ItemIDs
+}
+
+// wait waits for the capture; its error ends the frame (FrameBeside
+// reports it).
+func (lc *liveCapture) wait(ctx context.Context) error {
+	select {
+	case <-lc.done:
+		return lc.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// settleLive makes inputs read beside a capture what they would have been
+// read after it: the read's snapshot may predate the commit, so the
+// conversation's newest items and the viewer's latest activations may lack
+// the question's items (born hot at the capture's clock, with tau; a
+// duplicate stored nothing), and the viewer's clock its advance.
+func settleLive(in *store.FrameInputs, got store.Captured, recent int, tau float64) {
+	in.Clock = max(in.Clock, got.Clock)
+	ids := append([]int64(nil), in.Recent...)
+	var born []store.WarmRow
+	for _, it := range got.Items {
+		if !slices.Contains(ids, it.ID) {
+			ids = append(ids, it.ID)
+		}
+		if !slices.ContainsFunc(in.Warm, func(w store.WarmRow) bool { return w.ItemID == it.ID }) {
+			born = append(born, store.WarmRow{ItemID: it.ID, TLast: got.Clock, Peak: BornPeak, Tau: tau, Tokens: it.TokenCount})
+		}
+		in.Tokens[it.ID] = it.TokenCount
+	}
+	slices.SortFunc(ids, func(a, b int64) int { return cmp.Compare(b, a) }) // newest first, as recentSQL
+	in.Recent = ids[:min(len(ids), recent)]
+	if len(born) > 0 {
+		// The newest first, as warmSQL, within its limit.
+		in.Warm = append(born, in.Warm...)
+		in.Warm = in.Warm[:min(len(in.Warm), store.WarmLimit)]
+	}
+}
