@@ -17,10 +17,10 @@ import (
 // statistics usually do not count the question itself yet, as a probe's
 // do not (a frame after Capture counts it; an arena that took the question
 // in before the scan is scanned again without it among the matches). It
-// returns only once
-// capture has returned, whatever happened to the frame: nothing may go
-// upstream before the question is stored, and a failed capture wins over
-// the frame (the caller answers that memory is unavailable).
+// returns only once capture has returned, whatever happened to the frame:
+// nothing may go upstream before the question is stored, and a failed
+// capture wins over the frame (the caller answers that memory is
+// unavailable).
 //
 // capture runs on its own goroutine and must not use ctx's cancellation if
 // a client hanging up must not lose the turn; q's LiveStored and LiveItems
@@ -31,15 +31,6 @@ func (e *Engine) FrameBeside(ctx context.Context, q FrameQuery, capture func() (
 		defer close(lc.done)
 		lc.got, lc.err = capture()
 	}()
-	if q.UserID == 0 {
-		<-lc.done
-		if lc.err != nil {
-			return store.Captured{}, Frame{}, lc.err
-		}
-		q.LiveStored, q.LiveItems = true, lc.got.ItemIDs
-		f, err := e.Frame(ctx, q)
-		return lc.got, f, err
-	}
 	f, err := e.frame(ctx, q, lc)
 	<-lc.done
 	if lc.err != nil {
@@ -55,21 +46,17 @@ type liveCapture struct {
 	err  error
 }
 
-// adopt sets q's live items from the capture, once it returned (at once
-// when wait, else only if it already has). A nil capture is none.
-func (lc *liveCapture) adopt(q *FrameQuery, wait bool) {
+// adopt sets q's live items from the capture if it has returned (a nil
+// capture is none).
+func (lc *liveCapture) adopt(q *FrameQuery) {
 	if lc == nil || q.LiveStored {
 		return
 	}
-	if !wait {
-		select {
-		case <-lc.done:
-		default:
-			return
-		}
+	select {
+	case <-lc.done:
+		q.LiveStored, q.LiveItems = true, lc.got.ItemIDs
+	default:
 	}
-	<-lc.done
-	q.LiveStored, q.LiveItems = true, lc.got.ItemIDs
 }
 
 // wait waits for the capture; its error ends the frame (FrameBeside

@@ -49,7 +49,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 	if err != nil {
 		return Frame{}, err
 	}
-	lc.adopt(&q, false) // a cold load waited for the capture
+	lc.adopt(&q) // a cold load waited for the capture
 	var aq arena.Query
 	var hits []arena.Hit
 	for {
@@ -71,7 +71,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 		if err := lc.wait(ctx); err != nil {
 			return Frame{}, err
 		}
-		lc.adopt(&q, true)
+		lc.adopt(&q)
 		if slices.ContainsFunc(hits, func(h arena.Hit) bool { return slices.Contains(q.LiveItems, h.ID) }) {
 			if aq, hits, err = e.retrieve(ctx, q, r); err != nil {
 				return Frame{}, err

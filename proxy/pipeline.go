@@ -229,17 +229,15 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 	if capErr != nil {
 		return capErr
 	}
+	q.Who, q.LiveStored, q.LiveItems = t.who, true, live.ItemIDs
 	if err == nil && t.who.ConversationID != conv {
 		// The capture made the conversation again (purged meanwhile,
 		// captureLive): the frame read the old one, so it is built again.
-		q.Who = t.who
-		q.LiveStored, q.LiveItems = true, live.ItemIDs
 		f, err = p.mem.Frame(ctx, *q)
 	}
 	if err != nil {
 		return p.memoryUnavailable(c, "frame", err)
 	}
-	q.Who, q.LiveStored, q.LiveItems = t.who, true, live.ItemIDs
 	t.frame = &f
 	return nil
 }

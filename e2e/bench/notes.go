@@ -95,9 +95,8 @@ func (r *Report) notes(m *mdw) {
 					ms(stmtSum(mp.Statements)), strings.Join(top, ", "))
 				m.p("(`select activations+items`) is bounded to the 400 most recently activated items. Each read of the")
 				m.p("turn is one pipelined round trip (the tenant setting and its statements in one batch); capture is two: its")
-				m.p("statements in one batch, then COMMIT once they all succeeded. The frame's read goes out beside the capture;")
-				m.p("the frame scans once the capture returned and the arena holds it (memory/own.go), while its read may still")
-				m.p("be in flight, and scans again if the read brought more.")
+				m.p("statements in one batch, then COMMIT once they all succeeded. The frame's read and its scan go out beside")
+				m.p("the capture (memory/beside.go); the frame scans again if its read brought more than the arena held.")
 			}
 		}
 		if pl != nil && r.Pass != nil {
