@@ -48,6 +48,7 @@ func (c *ChainResult) RestartRatio() float64 { return float64(c.Restart) / float
 // ChainSettle is the served writer catching up on one growth of the bench
 // tenant before §2 is measured at that size (setup, not a figure).
 type ChainSettle struct {
+	Tenant string // "" for the bench tenant
 	Items  int
 	Took   time.Duration
 	Caught bool // false: it was still behind at the bound and §2 ran beside it

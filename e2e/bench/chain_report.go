@@ -65,7 +65,7 @@ func (r *Report) chainSettles(m *mdw) {
 	}
 	parts := make([]string, len(r.ChainSettles))
 	for i, s := range r.ChainSettles {
-		parts[i] = fmt.Sprintf("%s in %s", itemsLabel(s.Items), s.Took.Round(time.Millisecond))
+		parts[i] = fmt.Sprintf("%s in %s", strings.TrimSpace(itemsLabel(s.Items)+" "+s.Tenant), s.Took.Round(time.Millisecond))
 		if !s.Caught {
 			parts[i] += " (still behind: §2 ran beside it)"
 		}

@@ -124,7 +124,7 @@ func (r *runner) costPoint(ctx context.Context, n int, lr liveRequests) (CostPoi
 		if _, err := r.rg.pipelineCaller(r.bt, lr)(ctx, 1, 0); err != nil {
 			return p, fmt.Errorf("cost curve: first request: %w", err)
 		}
-		if err := r.settleChain(ctx, r.bt, n); err != nil {
+		if err := r.settleChain(ctx, r.bt, "", n); err != nil {
 			return p, err
 		}
 	}
@@ -134,7 +134,7 @@ func (r *runner) costPoint(ctx context.Context, n int, lr liveRequests) (CostPoi
 }
 
 func (r *runner) settledAt(n int) bool {
-	return slices.ContainsFunc(r.rep.ChainSettles, func(s ChainSettle) bool { return s.Items == n })
+	return slices.ContainsFunc(r.rep.ChainSettles, func(s ChainSettle) bool { return s.Tenant == "" && s.Items == n })
 }
 
 // runCostThroughput runs the full pipeline in a closed loop at each of

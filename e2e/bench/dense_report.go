@@ -173,3 +173,27 @@ func (r *Report) denseNotes(m *mdw) {
 	}
 	m.p("")
 }
+
+func (r *Report) pipelineV3At(items int) (PipelineResult, bool) {
+	for _, p := range r.PipelineV3 {
+		if p.Items == items {
+			return p, true
+		}
+	}
+	return PipelineResult{}, false
+}
+
+// pipelineTarget is the full pipeline at 250k items the target is judged
+// on: the default dictionary's (issue 20 §6) when the run measured it,
+// else the bench tenant's; label names v3.
+func (r *Report) pipelineTarget() (PipelineResult, string, bool) {
+	if p, ok := r.pipelineV3At(250_000); ok {
+		return p, ", v3 (the default)", true
+	}
+	for _, p := range r.Pipeline {
+		if p.Items == 250_000 {
+			return p, "", true
+		}
+	}
+	return PipelineResult{}, "", false
+}

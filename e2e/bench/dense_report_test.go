@@ -91,3 +91,58 @@ func TestDenseTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineTargetOnDefault: the full pipeline's target is judged on the
+// default dictionary's row when the run measured one (issue 20 §6), on the
+// bench tenant's otherwise, and section 2 shows both.
+func TestPipelineTargetOnDefault(t *testing.T) {
+	t.Parallel()
+	const msec = time.Millisecond
+	pipe := func(added time.Duration) PipelineResult {
+		return PipelineResult{Items: 250_000, Paired: Paired{Base: Dist{N: 10, P50: msec / 10}, Subj: Dist{N: 10, P50: added},
+			Added50: added, Added99: 2 * added, PerSide: 10}}
+	}
+	cases := []struct {
+		name     string
+		rep      Report
+		met      bool
+		what     string
+		rows     []string
+		measured string
+	}{
+		{"v3 measured", Report{Pipeline: []PipelineResult{pipe(7 * msec)}, PipelineV3: []PipelineResult{pipe(5 * msec)}},
+			true, "full pipeline at 250k items, v3 (the default): added p50 <= 6 ms", []string{"| 250k items |", "| 250k items, v3 |", "the target is judged on v3"}, "5.00 ms"},
+		{"v1 only", Report{Pipeline: []PipelineResult{pipe(7 * msec)}},
+			false, "full pipeline at 250k items: added p50 <= 6 ms", []string{"| 250k items |"}, "7.00 ms"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var found bool
+			for _, tg := range c.rep.Targets() {
+				if tg.ID != "pipe" {
+					continue
+				}
+				found = true
+				if tg.Met != c.met || tg.What != c.what || tg.Measured != c.measured {
+					t.Errorf("target %+v, want met %v, what %q, measured %q", tg, c.met, c.what, c.measured)
+				}
+			}
+			if !found {
+				t.Fatal("no full pipeline target")
+			}
+			var buf bytes.Buffer
+			if err := c.rep.WriteMarkdown(&buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range c.rows {
+				if !strings.Contains(buf.String(), r) {
+					t.Errorf("markdown lacks %q", r)
+				}
+			}
+			if len(c.rep.PipelineV3) == 0 && strings.Contains(buf.String(), "items, v3 |") {
+				t.Error("a v3 row without v3 figures")
+			}
+		})
+	}
+}

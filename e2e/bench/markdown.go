@@ -196,13 +196,24 @@ func (r *Report) pipeline(m *mdw) {
 	m.p("the owner of a stored item with some of its words, through that user's key, in one live conversation")
 	m.p("per user; every request stores the question and, after the reply, the answer. Concurrency 1; milliseconds.")
 	m.p("")
-	rows := make([][]string, len(r.Pipeline))
-	for i, p := range r.Pipeline {
-		rows[i] = append(pairedRow(itemsLabel(p.Items)+" items", p.Paired), strconv.Itoa(p.FrameItems), strconv.Itoa(p.FrameTokens), ms(p.First))
+	var rows [][]string
+	row := func(label string, p PipelineResult) []string {
+		return append(pairedRow(label, p.Paired), strconv.Itoa(p.FrameItems), strconv.Itoa(p.FrameTokens), ms(p.First))
+	}
+	for _, p := range r.Pipeline {
+		rows = append(rows, row(itemsLabel(p.Items)+" items", p))
+		if p3, ok := r.pipelineV3At(p.Items); ok {
+			rows = append(rows, row(itemsLabel(p.Items)+" items, v3", p3))
+		}
 	}
 	m.table(append(pairedHead(), "frame items", "frame tokens", "first request"), rows)
 	m.p("\"first request\" is the first request after the tenant grew: the server's resident arena catches up on")
 	m.p("the new items inside it (section 5 measures that alone).")
+	if len(r.PipelineV3) > 0 {
+		m.p("Rows marked v3 are the same items in a second tenant on dictionary v3, the default new tenants start on")
+		m.p("(lexical and dense scoring, no feedback scan); the unmarked rows are the v1 bench tenant. Their rounds")
+		m.p("alternate in one run, and the target is judged on v3.")
+	}
 	m.p("")
 	r.memPath(m)
 }

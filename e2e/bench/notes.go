@@ -78,15 +78,17 @@ func (r *Report) notes(m *mdw) {
 			}
 		}
 		var pl *PipelineResult
-		for i := range r.Pipeline {
-			if r.Pipeline[i].Items == 250_000 {
-				pl = &r.Pipeline[i]
+		on := "" // the pipeline target's dictionary, which the memory path here matches
+		if p, label, ok := r.pipelineTarget(); ok {
+			pl = &p
+			if p3, ok := r.memPathV3At(250_000); ok && label != "" {
+				mp, on = &p3, " on v3"
 			}
 		}
 		m.p("**Full pipeline and memory path (§2).**")
 		if mp != nil {
-			m.p("At 250k items the memory path alone takes %s ms at p50: capture %s ms, and the frame built beside it %s ms past it.",
-				ms(mp.Total.P50), ms(mp.Capture.P50), ms(mp.Frame.P50))
+			m.p("At 250k items%s the memory path alone takes %s ms at p50: capture %s ms, and the frame built beside it %s ms past it.",
+				on, ms(mp.Total.P50), ms(mp.Capture.P50), ms(mp.Frame.P50))
 			m.p("(For scale: counting up to %d candidate bodies with the BPE counter would take %s ms; the first pass",
 				mp.CountBodies, ms(mp.Count.P50))
 			m.p("prices candidates by their token counts stored at capture, and only the rendered frame is counted.)")

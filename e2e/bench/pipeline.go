@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
@@ -60,41 +61,59 @@ func (r *rig) pipelineCaller(t *Tenant, lr liveRequests) func(ctx context.Contex
 	}
 }
 
-// runPipeline measures section 2; settle (nil: none) runs after the first
-// request, which kicked the served chain writer.
-func runPipeline(ctx context.Context, r *rig, t *Tenant, lr liveRequests, cfg Config, lg *logger, settle func(context.Context) error) (*PipelineResult, error) {
-	res := &PipelineResult{Items: t.Items}
-	call := r.pipelineCaller(t, lr)
-	t0 := time.Now()
-	if _, err := call(ctx, 1, 0); err != nil {
-		return nil, fmt.Errorf("pipeline first request: %w", err)
-	}
-	res.First = time.Since(t0)
-	if settle != nil {
-		if err := settle(ctx); err != nil {
-			return nil, err
+// pipeSide is one tenant section 2 is measured on; settle (nil: none)
+// runs after its first request, which kicked the served chain writer.
+type pipeSide struct {
+	t      *Tenant
+	label  string // "" for the bench tenant, "v3" for its twin on dictionary v3
+	settle func(context.Context) error
+}
+
+// runPipelines measures section 2 on each side: the bench tenant and, at
+// the dense sizes, the same items on dictionary v3 (the default, which the
+// target holds for). Their rounds alternate, so both see the same machine.
+func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests, cfg Config, lg *logger) ([]PipelineResult, error) {
+	res := make([]PipelineResult, len(sides))
+	calls := make([]func(context.Context, int, int) (Timing, error), len(sides))
+	for i, s := range sides {
+		res[i].Items = s.t.Items
+		call := r.pipelineCaller(s.t, lr)
+		calls[i] = call
+		t0 := time.Now()
+		if _, err := call(ctx, 1, 0); err != nil {
+			return nil, fmt.Errorf("pipeline first request: %w", err)
+		}
+		res[i].First = time.Since(t0)
+		if s.settle != nil {
+			if err := s.settle(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if _, _, _, err := Interleave(ctx, 1, 20, call); err != nil {
+			return nil, fmt.Errorf("pipeline warm-up: %w", err)
 		}
 	}
-	if _, _, _, err := Interleave(ctx, 1, 20, call); err != nil {
-		return nil, fmt.Errorf("pipeline warm-up: %w", err)
-	}
-	var rounds [][2][]time.Duration
-	var items, tokens []int
+	rounds := make([][][2][]time.Duration, len(sides))
+	items, tokens := make([][]int, len(sides)), make([][]int, len(sides))
 	for round := range cfg.Rounds {
-		lg.printf("pipeline %s: round %d/%d", itemsLabel(t.Items), round+1, cfg.Rounds)
-		b, s, f, err := Interleave(ctx, 1, cfg.PipelinePairs, func(ctx context.Context, side, i int) (Timing, error) {
-			return call(ctx, side, round*cfg.PipelinePairs+i+20)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("pipeline: %w", err)
-		}
-		res.Failed += f
-		rounds = append(rounds, [2][]time.Duration{totals(b), totals(s)})
-		for _, x := range s {
-			items, tokens = append(items, x.FrameItems), append(tokens, x.FrameTokens)
+		for i, s := range sides {
+			lg.printf("pipeline %s: round %d/%d", strings.TrimSpace(itemsLabel(s.t.Items)+" "+s.label), round+1, cfg.Rounds)
+			b, sb, f, err := Interleave(ctx, 1, cfg.PipelinePairs, func(ctx context.Context, side, j int) (Timing, error) {
+				return calls[i](ctx, side, round*cfg.PipelinePairs+j+20)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("pipeline: %w", err)
+			}
+			res[i].Failed += f
+			rounds[i] = append(rounds[i], [2][]time.Duration{totals(b), totals(sb)})
+			for _, x := range sb {
+				items[i], tokens[i] = append(items[i], x.FrameItems), append(tokens[i], x.FrameTokens)
+			}
 		}
 	}
-	res.Paired = Pair(rounds)
-	res.FrameItems, res.FrameTokens = Median(items), Median(tokens)
+	for i := range sides {
+		res[i].Paired = Pair(rounds[i])
+		res[i].FrameItems, res[i].FrameTokens = Median(items[i]), Median(tokens[i])
+	}
 	return res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
@@ -271,7 +272,7 @@ func (r *runner) grow(ctx context.Context, sizes []int) error {
 			}
 			continue
 		}
-		dense := slices.Contains(cfg.DenseSizes, n) && (cfg.has(SecMemPath) || cfg.has(SecCold))
+		dense := slices.Contains(cfg.DenseSizes, n) && (cfg.has(SecMemPath) || cfg.has(SecCold) || cfg.has(SecPipeline))
 		if dense {
 			if t3 == nil {
 				if t3, err = r.newTenantOn(ctx, "bench v3", len(bt.Users), r.k.dense.D.Version); err != nil {
@@ -304,11 +305,18 @@ func (r *runner) grow(ctx context.Context, sizes []int) error {
 			}
 		}
 		if cfg.has(SecPipeline) {
-			p, err := runPipeline(ctx, r.rg, bt, lr, cfg, r.lg, func(ctx context.Context) error { return r.settleChain(ctx, bt, n) })
+			sides := []pipeSide{{t: bt, settle: func(ctx context.Context) error { return r.settleChain(ctx, bt, "", n) }}}
+			if dense {
+				sides = append(sides, pipeSide{t: t3, label: "v3", settle: func(ctx context.Context) error { return r.settleChain(ctx, t3, "v3 tenant", n) }})
+			}
+			ps, err := runPipelines(ctx, r.rg, sides, lr, cfg, r.lg)
 			if err != nil {
 				return err
 			}
-			rep.Pipeline = append(rep.Pipeline, *p)
+			rep.Pipeline = append(rep.Pipeline, ps[0])
+			if dense {
+				rep.PipelineV3 = append(rep.PipelineV3, ps[1])
+			}
 		}
 		if cfg.has(SecMemPath) {
 			sides := []memSide{{mp, bt}}
@@ -330,7 +338,7 @@ func (r *runner) grow(ctx context.Context, sizes []int) error {
 				if _, err := r.rg.pipelineCaller(bt, lr)(ctx, 1, 0); err != nil {
 					return fmt.Errorf("throughput: first request: %w", err)
 				}
-				if err := r.settleChain(ctx, bt, n); err != nil {
+				if err := r.settleChain(ctx, bt, "", n); err != nil {
 					return err
 				}
 			}
@@ -421,8 +429,8 @@ func (r *runner) pooled(ctx context.Context, loader *Loader) (*PooledResult, err
 // edges follow it within moments, as if the loaded items had been
 // captured, and a catch-up of a million items would otherwise run beside
 // the measurement.
-func (r *runner) settleChain(ctx context.Context, t *Tenant, n int) error {
-	r.lg.printf("chain: waiting for the served writer to catch up on %s items", itemsLabel(n))
+func (r *runner) settleChain(ctx context.Context, t *Tenant, tenant string, n int) error {
+	r.lg.printf("chain: waiting for the served writer to catch up on %s items", strings.TrimSpace(itemsLabel(n)+" "+tenant))
 	took, caught, err := waitChain(ctx, r.db, t.ID, chainSettleBound)
 	if err != nil {
 		return fmt.Errorf("chain settle: %w", err)
@@ -430,7 +438,7 @@ func (r *runner) settleChain(ctx context.Context, t *Tenant, n int) error {
 	if !caught {
 		r.lg.printf("chain: the served writer is still behind after %s; measuring beside it", took.Round(time.Second))
 	}
-	r.rep.ChainSettles = append(r.rep.ChainSettles, ChainSettle{Items: n, Took: took, Caught: caught})
+	r.rep.ChainSettles = append(r.rep.ChainSettles, ChainSettle{Tenant: tenant, Items: n, Took: took, Caught: caught})
 	return nil
 }
 
