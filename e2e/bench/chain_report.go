@@ -34,7 +34,7 @@ func (r *Report) chain(m *mdw) {
 			ms(max(0, c.Restart-c.RestartRead)), fmt.Sprintf("**%.0fk**", c.RestartPerSec/1000), fmt.Sprintf("%d read", c.RestartEdges), "–", "–"},
 	})
 	parts := []string{fmt.Sprintf("restart / from scratch **%.2fx**", c.RestartRatio())}
-	if cold, ok := r.coldAt(c.Loaded); ok {
+	if cold, ok := at(r.Cold, c.Loaded); ok {
 		parts = append(parts, fmt.Sprintf("restart / the arena's cold start of the same tenant (§5, %s ms) **%.2fx**",
 			ms(cold.Took), float64(c.Restart)/float64(max(1, cold.Took))))
 	}
@@ -46,16 +46,6 @@ func (r *Report) chain(m *mdw) {
 		m.p("**A restart read back %d edges where %d were written, and wrote %d itself.**", c.RestartEdges, c.Edges, c.RestartWritten)
 	}
 	m.p("")
-}
-
-// coldAt is the v1 cold start at a size.
-func (r *Report) coldAt(items int) (ColdResult, bool) {
-	for _, c := range r.Cold {
-		if c.Items == items {
-			return c, true
-		}
-	}
-	return ColdResult{}, false
 }
 
 // chainSettles is the Setup section's line on the served writer.

@@ -26,7 +26,7 @@ const memV3Limit = 1500 * time.Microsecond
 // p99 on the default dictionary (v3, which new tenants get: the v3 rows),
 // with v1's figure beside it; without a v3 row, on v1.
 func (r *Report) memPathTargets() []Target {
-	p, ok := r.memPathAt(250_000)
+	p, ok := at(r.MemPath, 250_000)
 	if !ok {
 		return nil
 	}
@@ -49,7 +49,7 @@ func (r *Report) memPathTargets() []Target {
 func (r *Report) memV3Targets() []Target {
 	var ts []Target
 	for _, p3 := range r.MemPathV3 {
-		p1, ok := r.memPathAt(p3.Items)
+		p1, ok := at(r.MemPath, p3.Items)
 		if !ok || p3.Items != 250_000 {
 			continue
 		}
@@ -84,33 +84,6 @@ func (r *Report) scanV3Targets() []Target {
 			last.V3.BytesPerItem, 450, "B/item", fmt.Sprintf("v1 %.0f B/item", last.BytesPerItem))))
 	}
 	return ts
-}
-
-func (r *Report) memPathAt(items int) (MemPathResult, bool) {
-	for _, p := range r.MemPath {
-		if p.Items == items {
-			return p, true
-		}
-	}
-	return MemPathResult{}, false
-}
-
-func (r *Report) memPathV3At(items int) (MemPathResult, bool) {
-	for _, p := range r.MemPathV3 {
-		if p.Items == items {
-			return p, true
-		}
-	}
-	return MemPathResult{}, false
-}
-
-func (r *Report) coldV3At(items int) (ColdResult, bool) {
-	for _, c := range r.ColdV3 {
-		if c.Items == items {
-			return c, true
-		}
-	}
-	return ColdResult{}, false
 }
 
 // vsV1 is "+0.41 ms (1.05x)": the subject's p50 against the baseline's.
@@ -166,7 +139,7 @@ func (r *Report) denseNotes(m *mdw) {
 		m.p("each item also holds its int8 vector.")
 	}
 	for _, p3 := range r.MemPathV3 {
-		if p1, ok := r.memPathAt(p3.Items); ok && p3.Items == 250_000 {
+		if p1, ok := at(r.MemPath, p3.Items); ok && p3.Items == 250_000 {
 			m.p("On the memory path at 250k the v3 frame takes %s ms past its capture at p50 against %s ms on v1, capture %s against %s ms.",
 				ms(p3.Frame.P50), ms(p1.Frame.P50), ms(p3.Capture.P50), ms(p1.Capture.P50))
 		}
@@ -174,26 +147,13 @@ func (r *Report) denseNotes(m *mdw) {
 	m.p("")
 }
 
-func (r *Report) pipelineV3At(items int) (PipelineResult, bool) {
-	for _, p := range r.PipelineV3 {
-		if p.Items == items {
-			return p, true
-		}
-	}
-	return PipelineResult{}, false
-}
-
 // pipelineTarget is the full pipeline at 250k items the target is judged
 // on: the default dictionary's (issue 20 §6) when the run measured it,
 // else the bench tenant's; label names v3.
 func (r *Report) pipelineTarget() (PipelineResult, string, bool) {
-	if p, ok := r.pipelineV3At(250_000); ok {
+	if p, ok := at(r.PipelineV3, 250_000); ok {
 		return p, ", v3 (the default)", true
 	}
-	for _, p := range r.Pipeline {
-		if p.Items == 250_000 {
-			return p, "", true
-		}
-	}
-	return PipelineResult{}, "", false
+	p, ok := at(r.Pipeline, 250_000)
+	return p, "", ok
 }

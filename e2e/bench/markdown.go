@@ -202,7 +202,7 @@ func (r *Report) pipeline(m *mdw) {
 	}
 	for _, p := range r.Pipeline {
 		rows = append(rows, row(itemsLabel(p.Items)+" items", p))
-		if p3, ok := r.pipelineV3At(p.Items); ok {
+		if p3, ok := at(r.PipelineV3, p.Items); ok {
 			rows = append(rows, row(itemsLabel(p.Items)+" items, v3", p3))
 		}
 	}
@@ -242,7 +242,7 @@ func (r *Report) memPath(m *mdw) {
 			row = append(row, "–")
 		}
 		rows = append(rows, row)
-		if p3, ok := r.memPathV3At(p.Items); ok {
+		if p3, ok := at(r.MemPathV3, p.Items); ok {
 			rows = append(rows, append(memRow(itemsLabel(p.Items)+" items, v3", p3), ms(p3.Count.P50), vsV1(p3.Total.P50, p.Total.P50)))
 		}
 	}
@@ -264,7 +264,7 @@ func (r *Report) memPath(m *mdw) {
 	m.p("")
 	for _, p := range r.MemPath {
 		m.p("- %s items: %s.", itemsLabel(p.Items), stmtList(p.Statements))
-		if p3, ok := r.memPathV3At(p.Items); ok {
+		if p3, ok := at(r.MemPathV3, p.Items); ok {
 			m.p("- %s items, v3: %s.", itemsLabel(p.Items), stmtList(p3.Statements))
 		}
 	}
@@ -372,7 +372,7 @@ func (r *Report) cold(m *mdw) {
 	var rows [][]string
 	for _, c := range r.Cold {
 		rows = append(rows, row(itemsLabel(c.Items), c))
-		if c3, ok := r.coldV3At(c.Items); ok {
+		if c3, ok := at(r.ColdV3, c.Items); ok {
 			rows = append(rows, row(itemsLabel(c.Items)+", v3", c3))
 		}
 	}

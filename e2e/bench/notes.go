@@ -72,16 +72,14 @@ func (r *Report) notes(m *mdw) {
 	}
 	if has("pipe", "mem") {
 		var mp *MemPathResult
-		for i := range r.MemPath {
-			if r.MemPath[i].Items == 250_000 {
-				mp = &r.MemPath[i]
-			}
+		if p, ok := at(r.MemPath, 250_000); ok {
+			mp = &p
 		}
 		var pl *PipelineResult
 		on := "" // the pipeline target's dictionary, which the memory path here matches
 		if p, label, ok := r.pipelineTarget(); ok {
 			pl = &p
-			if p3, ok := r.memPathV3At(250_000); ok && label != "" {
+			if p3, ok := at(r.MemPathV3, 250_000); ok && label != "" {
 				mp, on = &p3, " on v3"
 			}
 		}
@@ -162,7 +160,7 @@ func (r *Report) notes(m *mdw) {
 	}
 	if len(r.Cold) > 0 && has("cold") {
 		c := r.Cold[len(r.Cold)-1]
-		if c3, ok := r.coldV3At(c.Items); ok {
+		if c3, ok := at(r.ColdV3, c.Items); ok {
 			c = c3
 		}
 		m.p("**Cold start (§5).** Of the %s ms catch-up at %s items (dictionary v%d), reading from PostgreSQL takes %s ms and",

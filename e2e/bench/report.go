@@ -134,7 +134,7 @@ func (r *Report) Targets() []Target {
 		// The target holds for the default dictionary (issue 20 §6) when
 		// the run measured it; v1's row stays beside it.
 		cold, label := c, ""
-		if c3, ok := r.coldV3At(c.Items); ok {
+		if c3, ok := at(r.ColdV3, c.Items); ok {
 			cold, label = c3, ", v3 (the default)"
 		}
 		ts = append(ts,
@@ -158,4 +158,22 @@ func (r *Report) Targets() []Target {
 		)
 	}
 	return ts
+}
+
+// sized is a result measured at one tenant size.
+type sized interface{ size() int }
+
+func (p MemPathResult) size() int  { return p.Items }
+func (c ColdResult) size() int     { return c.Items }
+func (p PipelineResult) size() int { return p.Items }
+
+// at is the result of xs measured at the given number of items.
+func at[T sized](xs []T, items int) (T, bool) {
+	for _, x := range xs {
+		if x.size() == items {
+			return x, true
+		}
+	}
+	var none T
+	return none, false
 }
