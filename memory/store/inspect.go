@@ -69,11 +69,14 @@ type InspectToolRun struct {
 	Failed bool    `json:"failed,omitempty"`
 }
 
-// index is the item index of the record: each item once.
-func (in *Inspection) index() ([]int64, []bool) {
+// index is the item index of the record: each item once, and apart
+// those that get index rows (migration 000025): another user's, and one
+// whose owner the frame did not read (an item purged meanwhile), which
+// nothing says is the asker's.
+func (in *Inspection) index(asker int64) (ids []int64, shown []bool, others []int64, othersShown []bool) {
 	seen := make(map[int64]bool, len(in.Items))
-	ids := make([]int64, 0, len(in.Items))
-	shown := make([]bool, 0, len(in.Items))
+	ids, shown = make([]int64, 0, len(in.Items)), make([]bool, 0, len(in.Items))
+	others, othersShown = []int64{}, []bool{}
 	for _, it := range in.Items {
 		if seen[it.ID] {
 			continue
@@ -81,8 +84,12 @@ func (in *Inspection) index() ([]int64, []bool) {
 		seen[it.ID] = true
 		ids = append(ids, it.ID)
 		shown = append(shown, it.Shown)
+		if it.UserID != asker {
+			others = append(others, it.ID)
+			othersShown = append(othersShown, it.Shown)
+		}
 	}
-	return ids, shown
+	return ids, shown, others, othersShown
 }
 
 // RequestRow is one proxied request as the console lists it. Question is
@@ -121,11 +128,23 @@ const (
 	ORDER BY r.at DESC, r.id DESC LIMIT $3`
 	getRequestSQL = `SELECT ` + requestColumns + `, coalesce(p.record, 'null'::json)` + requestFrom + `
 	WHERE r.tenant_id = $1 AND r.id = $2`
-	framesOfItemSQL = `SELECT x.request_id, p.at, x.shown, p.user_id, p.question
-	FROM request_inspection_items x
-	JOIN request_inspections p ON p.tenant_id = x.tenant_id AND p.request_id = x.request_id
-	WHERE x.tenant_id = $1 AND x.item_id = $2
-	ORDER BY p.at DESC, x.request_id DESC LIMIT $3`
+	// The owner's own records carry the item in their arrays, read newest
+	// first along request_inspections_user; another user's records that
+	// showed it have an index row (migration 000025). An item no longer
+	// stored has no owner, and its records went with it.
+	framesOfItemSQL = `SELECT request_id, at, shown, user_id, question FROM (
+		(SELECT p.request_id, p.at, coalesce(p.item_shown[array_position(p.item_ids, $2::bigint)], false) AS shown, p.user_id, p.question
+		 FROM request_inspections p
+		 WHERE p.tenant_id = $1 AND p.user_id = (SELECT i.user_id FROM items i WHERE i.tenant_id = $1 AND i.id = $2)
+		   AND $2::bigint = ANY (p.item_ids)
+		 ORDER BY p.at DESC, p.request_id DESC LIMIT $3)
+		UNION ALL
+		(SELECT x.request_id, p.at, x.shown, p.user_id, p.question
+		 FROM request_inspection_items x
+		 JOIN request_inspections p ON p.tenant_id = x.tenant_id AND p.request_id = x.request_id
+		 WHERE x.tenant_id = $1 AND x.item_id = $2
+		 ORDER BY p.at DESC, x.request_id DESC LIMIT $3)) f
+	ORDER BY at DESC, request_id DESC LIMIT $3`
 )
 
 // Requests lists the tenant's latest proxied requests, newest first; a

@@ -43,23 +43,25 @@ const insertRequestSQL = `INSERT INTO requests (tenant_id, request_id, user_id, 
 		tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))`
 
-// insertInspectedSQL writes the figures, the inspection, its item index
-// and (when $19) prunes the tenant's expired records: one round trip, so that the
-// inspector costs the path after the reply (already off the client's) no
-// more than a few index entries. The prune walks request_inspections_at
-// from its oldest end and stops at the first record still kept.
+// insertInspectedSQL writes the figures, the inspection with its items
+// ($16, $17), the index rows of its other users' items ($21, $22;
+// migration 000025) and (when $19) prunes the tenant's expired records:
+// one round trip, so that the inspector costs the path after the reply
+// (already off the client's) no more than one row. The prune walks
+// request_inspections_at from its oldest end and stops at the first
+// record still kept.
 const insertInspectedSQL = `WITH r AS (
 		INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
 			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))
 		RETURNING id, at),
 	ins AS (
-		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record, question)
-		SELECT $1, r.id, $3, r.at, $15::json, $20 FROM r
+		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record, question, item_ids, item_shown)
+		SELECT $1, r.id, $3, r.at, $15::json, $20, $16::bigint[], $17::boolean[] FROM r
 		RETURNING request_id),
 	idx AS (
 		INSERT INTO request_inspection_items (tenant_id, item_id, request_id, shown)
-		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($16::bigint[], $17::boolean[]) AS x(item_id, shown))
+		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($21::bigint[], $22::boolean[]) AS x(item_id, shown))
 	DELETE FROM request_inspections WHERE $19::boolean AND tenant_id = $1 AND at < now() - make_interval(secs => $18::double precision)`
 
 // insertPrunedSQL writes the figures and prunes, keeping no record.
@@ -91,9 +93,10 @@ func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
 		if err != nil {
 			return fmt.Errorf("record request: inspection: %w", err)
 		}
-		ids, shown := r.Inspection.index()
+		ids, shown, others, othersShown := r.Inspection.index(r.UserID)
 		q, lz4 = insertInspectedSQL, true
-		args = append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections, r.Inspection.Question)
+		args = append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections, r.Inspection.Question,
+			others, othersShown)
 	} else if r.PruneInspections {
 		q = insertPrunedSQL
 		args = append(args, max(r.InspectRetention, 0).Seconds())
