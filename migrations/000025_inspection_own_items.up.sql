@@ -7,7 +7,10 @@
 -- carries its items as two arrays beside it, read through the user's own
 -- records (request_inspections_user), and the index rows are written only
 -- for an item of another user, which the purge and redaction of that user
--- must find by item. On a 250k-item bench tenant the hundred-odd index rows
+-- must find by item, or one whose owner the frame did not read. The
+-- backfill rewrites every record row under this migration's lock: records
+-- written meanwhile wait (and a write that outwaits its timeout is lost,
+-- logged), once, for a table of at most the retention's records. On a 250k-item bench tenant the hundred-odd index rows
 -- were about a third of the database's work for each record.
 ALTER TABLE request_inspections
     ADD COLUMN item_ids bigint[] NOT NULL DEFAULT '{}',

@@ -71,8 +71,9 @@ type InspectToolRun struct {
 
 // index is the item index of the record: each item once, and apart
 // those that get index rows (migration 000025): another user's, and one
-// whose owner the frame did not read (an item purged meanwhile), which
-// nothing says is the asker's.
+// whose owner the frame did not read (a candidate left out before its
+// text was read, or purged meanwhile), which nothing says is the
+// asker's. A record of no memory user has no own items.
 func (in *Inspection) index(asker int64) (ids []int64, shown []bool, others []int64, othersShown []bool) {
 	seen := make(map[int64]bool, len(in.Items))
 	ids, shown = make([]int64, 0, len(in.Items)), make([]bool, 0, len(in.Items))
@@ -84,7 +85,7 @@ func (in *Inspection) index(asker int64) (ids []int64, shown []bool, others []in
 		seen[it.ID] = true
 		ids = append(ids, it.ID)
 		shown = append(shown, it.Shown)
-		if it.UserID != asker {
+		if asker == 0 || it.UserID != asker {
 			others = append(others, it.ID)
 			othersShown = append(othersShown, it.Shown)
 		}
@@ -129,9 +130,13 @@ const (
 	getRequestSQL = `SELECT ` + requestColumns + `, coalesce(p.record, 'null'::json)` + requestFrom + `
 	WHERE r.tenant_id = $1 AND r.id = $2`
 	// The owner's own records carry the item in their arrays, read newest
-	// first along request_inspections_user; another user's records that
-	// showed it have an index row (migration 000025). An item no longer
-	// stored has no owner, and its records went with it.
+	// first along request_inspections_user (every record of the owner's
+	// within the retention when the item is in fewer than $3 of them: a
+	// console page, not a request's path); another user's records that
+	// named it have an index row (migration 000025). An own record may
+	// index the item too (its owner unread at the time), so the index half
+	// leaves the owner's records to the first. An item no longer stored
+	// has no owner, and its records went with it.
 	framesOfItemSQL = `SELECT request_id, at, shown, user_id, question FROM (
 		(SELECT p.request_id, p.at, coalesce(p.item_shown[array_position(p.item_ids, $2::bigint)], false) AS shown, p.user_id, p.question
 		 FROM request_inspections p
@@ -143,6 +148,7 @@ const (
 		 FROM request_inspection_items x
 		 JOIN request_inspections p ON p.tenant_id = x.tenant_id AND p.request_id = x.request_id
 		 WHERE x.tenant_id = $1 AND x.item_id = $2
+		   AND p.user_id IS DISTINCT FROM (SELECT i.user_id FROM items i WHERE i.tenant_id = $1 AND i.id = $2)
 		 ORDER BY p.at DESC, x.request_id DESC LIMIT $3)) f
 	ORDER BY at DESC, request_id DESC LIMIT $3`
 )

@@ -35,9 +35,9 @@ func inspected(t *testing.T, db *store.DB, tenantID, userID int64, rid string, k
 }
 
 // TestInspectionRoundTrip: a record reads back whole on its request, the
-// list filters by user and says which requests have one, the item index
-// finds the record from each item it names, shown or left out; another
-// tenant finds none of it.
+// list filters by user and says which requests have one, the memory
+// browser finds the record from each item it names, shown or left out;
+// another tenant finds none of it.
 func TestInspectionRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -368,7 +368,7 @@ func TestInspectionOwnItems(t *testing.T) {
 		}
 		return got.ItemIDs[0]
 	}
-	shownA, leftA, bobs := capture(nt.UserID, "a1"), capture(nt.UserID, "a2"), capture(bob, "b1")
+	shownA, leftA, unreadA, bobs := capture(nt.UserID, "a1"), capture(nt.UserID, "a2"), capture(nt.UserID, "a3"), capture(bob, "b1")
 	// record keeps a request of asker's with these items and returns how
 	// many index rows it wrote.
 	record := func(rid string, asker int64, items ...store.InspectItem) int64 {
@@ -386,14 +386,16 @@ func TestInspectionOwnItems(t *testing.T) {
 		}
 		return rows
 	}
-	// Alice's frame: her two items, Bob's (not hers: indexed), and one
-	// whose text it did not read (owner unknown: indexed).
+	// Alice's frame: her two items, Bob's (not hers: indexed), and two
+	// whose text it did not read (owner unknown: indexed), one of them
+	// hers, one gone.
 	if rows := record("alice", nt.UserID,
 		store.InspectItem{ID: shownA, UserID: nt.UserID, Shown: true, Excerpt: "ferry a1"},
 		store.InspectItem{ID: leftA, UserID: nt.UserID, Excerpt: "ferry a2"},
 		store.InspectItem{ID: bobs, UserID: bob, Excerpt: "ferry b1"},
-		store.InspectItem{ID: 999_999_999}); rows != 2 {
-		t.Errorf("alice's record wrote %d index rows, want 2 (bob's item, the unread one)", rows)
+		store.InspectItem{ID: unreadA},
+		store.InspectItem{ID: 999_999_999}); rows != 3 {
+		t.Errorf("alice's record wrote %d index rows, want 3 (bob's item, the unread ones)", rows)
 	}
 	// Bob's frame showing Alice's item: an index row, found by it.
 	if rows := record("bob", bob, store.InspectItem{ID: shownA, UserID: nt.UserID, Shown: true, Excerpt: "ferry a1"}); rows != 1 {
@@ -407,6 +409,8 @@ func TestInspectionOwnItems(t *testing.T) {
 	}{
 		{"alice's shown item", shownA, []int64{bob, nt.UserID}, []bool{true, true}},
 		{"alice's item left out", leftA, []int64{nt.UserID}, []bool{false}},
+		// In her record's arrays and its index rows: listed once.
+		{"alice's item left out unread", unreadA, []int64{nt.UserID}, []bool{false}},
 		{"bob's item in alice's frame", bobs, []int64{nt.UserID}, []bool{false}},
 	} {
 		fs, err := db.FramesOfItem(ctx, nt.TenantID, tc.item, 10)

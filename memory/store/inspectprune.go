@@ -9,7 +9,7 @@ import (
 )
 
 // pruneInspectionsSQL removes a tenant's inspector records older than the
-// retention (their item index goes with them, ON DELETE CASCADE).
+// retention (their index rows go with them, by trigger: migration 000024).
 const pruneInspectionsSQL = `DELETE FROM request_inspections
 	WHERE tenant_id = $1 AND at < now() - make_interval(secs => $2::double precision)`
 

@@ -63,9 +63,9 @@ const (
 	redactReheatsSQL    = `DELETE FROM reheats WHERE tenant_id = $1 AND item_id = $2`
 	redactItemSQL       = `DELETE FROM items WHERE tenant_id = $1 AND id = $2`
 	// The inspector's records quote frames, tool results, questions and
-	// replies as sent, and only frame items are indexed: every record that
-	// could quote the item goes, its owner's own requests and any frame
-	// that showed it.
+	// replies as sent: every record that could quote the item goes, its
+	// owner's own requests (which hold their frames' items in arrays) and
+	// another user's frame that named it (an index row: migration 000025).
 	redactInspectionsSQL = `DELETE FROM request_inspections p WHERE p.tenant_id = $1 AND (p.user_id = $3 OR EXISTS (
 			SELECT 1 FROM request_inspection_items x WHERE x.tenant_id = $1 AND x.request_id = p.request_id AND x.item_id = $2))`
 	redactMessageSQL = `DELETE FROM messages m WHERE m.tenant_id = $1 AND m.id = $2
