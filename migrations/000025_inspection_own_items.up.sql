@@ -7,11 +7,12 @@
 -- carries its items as two arrays beside it, read through the user's own
 -- records (request_inspections_user), and the index rows are written only
 -- for an item of another user, which the purge and redaction of that user
--- must find by item, or one whose owner the frame did not read. The
+-- must find by item, or one whose owner the frame did not read. A record
+-- the size of a 250k-item tenant's frame cost the database backend about
+-- half the CPU after (BenchmarkRecordRequest/inspected-250k). The
 -- backfill rewrites every record row under this migration's lock: records
 -- written meanwhile wait (and a write that outwaits its timeout is lost,
--- logged), once, for a table of at most the retention's records. On a 250k-item bench tenant the hundred-odd index rows
--- were about a third of the database's work for each record.
+-- logged), once, for a table of at most the retention's records.
 ALTER TABLE request_inspections
     ADD COLUMN item_ids bigint[] NOT NULL DEFAULT '{}',
     ADD COLUMN item_shown boolean[] NOT NULL DEFAULT '{}';

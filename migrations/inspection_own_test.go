@@ -17,7 +17,8 @@ const inspectionOwnVersion = 25
 
 // TestInspectionOwnItemsMigration: going up, a record's items land in its
 // arrays (shown flags with them) and only the index rows of another
-// user's item stay; going down, every item has its index row again.
+// user's item, or of an item no longer stored, stay; going down, every
+// item has its index row again.
 func TestInspectionOwnItemsMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -68,36 +69,40 @@ func TestInspectionOwnItemsMigration(t *testing.T) {
 		}
 		return id
 	}
-	ra := record(alice, map[int64]bool{a1: true, a2: false, b1: true})
+	// gone is an item no longer stored (purged since): its row stays.
+	const gone = 999_999_999
+	ra := record(alice, map[int64]bool{a1: true, a2: false, b1: true, gone: false})
 	rb := record(bob, map[int64]bool{a1: false, b1: true})
-	state := func() string {
+	// rows reads the tenant's records or index rows as one string of
+	// "request:items:shown".
+	const (
+		indexSQL = `SELECT coalesce(string_agg(format('%s:%s:%s', request_id, item_id, shown), ' ' ORDER BY request_id, item_id), '')
+			FROM request_inspection_items WHERE tenant_id = $1`
+		arraysSQL = `SELECT coalesce(string_agg(format('%s:%s:%s', request_id, item_ids, item_shown), ' ' ORDER BY request_id), '')
+			FROM request_inspections WHERE tenant_id = $1`
+	)
+	rows := func(sql string) string {
 		t.Helper()
-		var rows, arrays string
-		if err := conn.QueryRow(ctx, `SELECT
-				coalesce((SELECT string_agg(format('%s:%s:%s', request_id, item_id, shown), ' ' ORDER BY request_id, item_id)
-					FROM request_inspection_items WHERE tenant_id = $1), ''),
-				coalesce((SELECT string_agg(format('%s:%s:%s', request_id, item_ids, item_shown), ' ' ORDER BY request_id)
-					FROM request_inspections WHERE tenant_id = $1), '')`, tenant).Scan(&rows, &arrays); err != nil {
-			return "no arrays: " + rows + " / " + err.Error()
+		var s string
+		if err := conn.QueryRow(ctx, sql, tenant).Scan(&s); err != nil {
+			t.Fatal(err)
 		}
-		return rows + " / " + arrays
+		return s
 	}
 	if err := migrations.Up(url); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("%d:%d:t %d:%d:f / %d:{%d,%d,%d}:{t,f,t} %d:{%d,%d}:{f,t}",
-		ra, b1, rb, a1, ra, a1, a2, b1, rb, a1, b1)
-	if got := state(); got != want {
-		t.Errorf("up: %s\nwant %s", got, want)
+	if got, want := rows(indexSQL), fmt.Sprintf("%d:%d:t %d:%d:f %d:%d:f", ra, b1, ra, gone, rb, a1); got != want {
+		t.Errorf("up: index rows %s\nwant %s", got, want)
+	}
+	if got, want := rows(arraysSQL),
+		fmt.Sprintf("%d:{%d,%d,%d,%d}:{t,f,t,f} %d:{%d,%d}:{f,t}", ra, a1, a2, b1, gone, rb, a1, b1); got != want {
+		t.Errorf("up: arrays %s\nwant %s", got, want)
 	}
 	downTo(t, url, inspectionOwnVersion-1)
-	var rows string
-	if err := conn.QueryRow(ctx, `SELECT string_agg(format('%s:%s:%s', request_id, item_id, shown), ' ' ORDER BY request_id, item_id)
-		FROM request_inspection_items WHERE tenant_id = $1`, tenant).Scan(&rows); err != nil {
-		t.Fatal(err)
-	}
-	if want := fmt.Sprintf("%d:%d:t %d:%d:f %d:%d:t %d:%d:f %d:%d:t", ra, a1, ra, a2, ra, b1, rb, a1, rb, b1); rows != want {
-		t.Errorf("down: index rows %s\nwant %s", rows, want)
+	if got, want := rows(indexSQL), fmt.Sprintf("%d:%d:t %d:%d:f %d:%d:t %d:%d:f %d:%d:f %d:%d:t",
+		ra, a1, ra, a2, ra, b1, ra, gone, rb, a1, rb, b1); got != want {
+		t.Errorf("down: index rows %s\nwant %s", got, want)
 	}
 	if err := migrations.Up(url); err != nil {
 		t.Fatalf("up again: %v", err)

@@ -137,10 +137,11 @@ const (
 	// index the item too (its owner unread at the time), so the index half
 	// leaves the owner's records to the first. An item no longer stored
 	// has no owner, and its records went with it.
-	framesOfItemSQL = `SELECT request_id, at, shown, user_id, question FROM (
+	framesOfItemSQL = `WITH owner AS (SELECT i.user_id FROM items i WHERE i.tenant_id = $1 AND i.id = $2)
+	SELECT request_id, at, shown, user_id, question FROM (
 		(SELECT p.request_id, p.at, coalesce(p.item_shown[array_position(p.item_ids, $2::bigint)], false) AS shown, p.user_id, p.question
 		 FROM request_inspections p
-		 WHERE p.tenant_id = $1 AND p.user_id = (SELECT i.user_id FROM items i WHERE i.tenant_id = $1 AND i.id = $2)
+		 WHERE p.tenant_id = $1 AND p.user_id = (SELECT user_id FROM owner)
 		   AND $2::bigint = ANY (p.item_ids)
 		 ORDER BY p.at DESC, p.request_id DESC LIMIT $3)
 		UNION ALL
@@ -148,7 +149,7 @@ const (
 		 FROM request_inspection_items x
 		 JOIN request_inspections p ON p.tenant_id = x.tenant_id AND p.request_id = x.request_id
 		 WHERE x.tenant_id = $1 AND x.item_id = $2
-		   AND p.user_id IS DISTINCT FROM (SELECT i.user_id FROM items i WHERE i.tenant_id = $1 AND i.id = $2)
+		   AND p.user_id IS DISTINCT FROM (SELECT user_id FROM owner)
 		 ORDER BY p.at DESC, x.request_id DESC LIMIT $3)) f
 	ORDER BY at DESC, request_id DESC LIMIT $3`
 )
