@@ -16,6 +16,7 @@ import (
 type cand struct {
 	id        int64
 	heat      float64 // after this turn's (possibly virtual) reheat
+	warm      float64 // its heat from earlier turns alone
 	rank      int     // retrieval rank, -1 when not retrieved
 	mandatory bool
 	score     float32 // the retrieval score of a match, 0 otherwise
@@ -106,6 +107,9 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 		settleLive(&in, lc.got, e.opt.Recent, e.opt.BaseTau)
 	}
 	cands := e.candidates(q, hits, joined, nbs, chs, in)
+	if cands, err = e.preferSpeaker(ctx, q.TenantID, cands, namedSpeaker(e.questionText(q.Live), in.Labels), in.Labels); err != nil {
+		return Frame{}, err
+	}
 	render := time.Now()
 	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), in.Labels, budget)
 	if err != nil {
@@ -323,7 +327,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 		h := Heat(Activation{TLast: w.TLast, Peak: w.Peak}, in.Clock, w.Tau)
 		if h >= WarmThreshold {
 			c := get(w.ItemID)
-			c.heat = h
+			c.heat, c.warm = h, h
 			c.why |= ReasonWarm
 		}
 	}
@@ -423,8 +427,15 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 	for _, c := range by {
 		out = append(out, *c)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	sortCands(out)
+	return out
+}
+
+// sortCands puts candidates in the order the frame takes them: mandatory
+// first, then by heat, the newer first on a tie.
+func sortCands(cs []cand) {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
 		if a.mandatory != b.mandatory {
 			return a.mandatory
 		}
@@ -433,7 +444,6 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 		}
 		return a.id > b.id
 	})
-	return out
 }
 
 // priceList gathers the stored token counts of the candidates, from the

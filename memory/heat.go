@@ -52,8 +52,11 @@ func Beats(p float64, a Activation, t int64, tau float64) bool {
 // above a newborn item's peak for every rank, so this turn's own retrieval
 // outranks what is merely recent, and falling with rank, so the frame is
 // filled in relevance order.
-func RankPeak(rank int) float64 {
-	return 1 + 1/(1+float64(rank)/8)
+func RankPeak(rank int) float64 { return rankPeakAt(float64(rank)) }
+
+// rankPeakAt is RankPeak of a rank scaled by a preference (speaker.go).
+func rankPeakAt(rank float64) float64 {
+	return 1 + 1/(1+rank/8)
 }
 
 // BornPeak is the activation every item is born with.

@@ -1,0 +1,93 @@
+package memory
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/perpetuity/perpetuity/memory/store"
+)
+
+func TestNamedSpeaker(t *testing.T) {
+	t.Parallel()
+	two := store.Labels{Of: 1, By: map[store.LabelKey]string{
+		{UserID: 1, Kind: store.BindUser}:                         "conv-26",
+		{UserID: 1, Kind: store.BindSpeaker, Subject: "Caroline"}: "Caroline",
+		{UserID: 1, Kind: store.BindSpeaker, Subject: "Mel"}:      "Melanie",
+	}}
+	one := store.Labels{Of: 1, By: map[store.LabelKey]string{{UserID: 1, Kind: store.BindUser}: "main"}}
+	cases := []struct {
+		name     string
+		question string
+		labels   store.Labels
+		want     string
+	}{
+		{"one named", "What does Melanie do to destress?", two, "melanie"},
+		{"possessive", "What do Melanie's kids like?", two, "melanie"},
+		{"case folded", "what does CAROLINE paint?", two, "caroline"},
+		{"latest binding, not the subject", "What does Mel like?", two, ""},
+		{"both named", "What does Melanie think of Caroline's plan?", two, ""},
+		{"inside a word", "Is Carolinesque a word?", two, ""},
+		{"none named", "When is the pottery class?", two, ""},
+		{"one person only", "merge it into main", one, ""},
+		{"no labels", "What does Melanie like?", store.Labels{}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if got := namedSpeaker(c.question, c.labels); got != c.want {
+				t.Errorf("namedSpeaker(%q) = %q, want %q", c.question, got, c.want)
+			}
+		})
+	}
+}
+
+func TestContainsWord(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		s, w string
+		want bool
+	}{
+		{"hey melanie!", "melanie", true},
+		{"melanie", "melanie", true},
+		{"melanies", "melanie", false},
+		{"xmelanie melanie", "melanie", true},
+		{"jo-ann said", "jo-ann", true},
+		{"zoë's cat", "zoë", true},
+		{"zoëx zoë2", "zoë", false},
+		{"", "a", false},
+	}
+	for _, c := range cases {
+		if got := containsWord(c.s, c.w); got != c.want {
+			t.Errorf("containsWord(%q, %q) = %v, want %v", c.s, c.w, got, c.want)
+		}
+	}
+}
+
+// FuzzContainsWord holds containsWord's search to trying every place w
+// occurs in s, on any question text.
+func FuzzContainsWord(f *testing.F) {
+	f.Add("hey melanie!", "melanie")
+	f.Add("zoëx zoë", "zoë")
+	f.Add("aaa a", "a")
+	f.Fuzz(func(t *testing.T, s, w string) {
+		if w == "" {
+			return
+		}
+		want := false
+		for i := 0; i+len(w) <= len(s); i++ {
+			if !strings.HasPrefix(s[i:], w) {
+				continue
+			}
+			before, _ := utf8.DecodeLastRuneInString(s[:i])
+			after, _ := utf8.DecodeRuneInString(s[i+len(w):])
+			if !wordRune(before) && !wordRune(after) {
+				want = true
+				break
+			}
+		}
+		if got := containsWord(s, w); got != want {
+			t.Errorf("containsWord(%q, %q) = %v, every occurrence tried says %v", s, w, got, want)
+		}
+	})
+}
