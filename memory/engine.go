@@ -43,6 +43,7 @@ type Store interface {
 	ReadFrame(ctx context.Context, tenantID, watermark int64, dictVersion int, r store.FrameRead, caughtUp func(store.CatchUp)) (store.FrameInputs, error)
 	RenderItems(ctx context.Context, tenantID int64, ids []int64) ([]store.RenderItem, error)
 	ReadItemTexts(ctx context.Context, tenantID int64, ids []int64, keys []store.LabelKey, known store.Labels) (store.ItemTexts, error)
+	ItemSpeakers(ctx context.Context, tenantID int64, ids []int64) ([]store.ItemText, error)
 	ApplyReheats(ctx context.Context, tenantID, viewerID, clock int64, rs []store.Reheat) error
 	FoldStats(ctx context.Context, tenantID int64) (int, error)
 	ChainItems(ctx context.Context, tenantID, userID, itemID int64, before, after int) ([]int64, error)

@@ -15,9 +15,10 @@ import (
 // cand is an item that may enter the frame.
 type cand struct {
 	id        int64
-	heat      float64 // after this turn's (possibly virtual) reheat
+	heat      float64 // after this turn's (possibly virtual) reheat, and a named speaker's preference (speaker.go)
 	warm      float64 // its heat from earlier turns alone
 	rank      int     // retrieval rank, -1 when not retrieved
+	placed    int     // the best rank retrieval placed it at, even where its warmth was higher; -1: none
 	mandatory bool
 	score     float32 // the retrieval score of a match, 0 otherwise
 	why       Reason  // every way it came in, for the request inspector
@@ -26,7 +27,9 @@ type cand struct {
 // Frame builds what the model sees this turn (DESIGN §6): the items still
 // warm enough to render after this turn's retrieval reheated its matches,
 // within a budget derived from how the retrieval scores spread, capped on
-// the rendered text. Ranking is relevance only; heat decides what is shown.
+// the rendered text. Ranking is relevance (and, for a question naming one
+// person of the memory, whose turn it is: speaker.go); heat decides what is
+// shown.
 func (e *Engine) Frame(ctx context.Context, q FrameQuery) (Frame, error) {
 	return e.frame(ctx, q, nil)
 }
@@ -107,7 +110,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 		settleLive(&in, lc.got, e.opt.Recent, e.opt.BaseTau)
 	}
 	cands := e.candidates(q, hits, joined, nbs, chs, in)
-	if cands, err = e.preferSpeaker(ctx, q.TenantID, cands, namedSpeaker(e.questionText(q.Live), in.Labels), in.Labels); err != nil {
+	if cands, err = e.preferSpeaker(ctx, q.TenantID, cands, e.namedIn(q, in.Labels), in.Labels); err != nil {
 		return Frame{}, err
 	}
 	render := time.Now()
@@ -318,7 +321,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 	get := func(id int64) *cand {
 		c := by[id]
 		if c == nil {
-			c = &cand{id: id, rank: -1}
+			c = &cand{id: id, rank: -1, placed: -1}
 			by[id] = c
 		}
 		return c
@@ -335,7 +338,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 	for i, h := range hits {
 		rankOf[h.ID] = i
 		c := get(h.ID)
-		c.rank = i
+		c.rank, c.placed = i, i
 		c.score = h.Score
 		if joined[h.ID] {
 			c.why |= ReasonNeighbour
@@ -355,6 +358,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 	bring := func(id int64, r int, why Reason) {
 		c := get(id)
 		c.why |= why
+		c.place(r)
 		if p := RankPeak(r); p > c.heat {
 			c.heat = p
 			if c.rank < 0 || c.rank > r {
@@ -384,6 +388,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 	lift := func(id int64, r int) {
 		c := get(id)
 		c.why |= ReasonDate
+		c.place(r)
 		if c.rank < 0 || c.rank > r {
 			c.rank = r
 			if p := RankPeak(r); p > c.heat {
@@ -429,6 +434,13 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 	}
 	sortCands(out)
 	return out
+}
+
+// place records that retrieval placed the candidate at rank r.
+func (c *cand) place(r int) {
+	if c.placed < 0 || r < c.placed {
+		c.placed = r
+	}
 }
 
 // sortCands puts candidates in the order the frame takes them: mandatory

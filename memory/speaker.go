@@ -14,9 +14,9 @@ import (
 // farther to de-stress", rarely by her friend's turns that name her ("Hey
 // Melanie!"), which match the name just as well. On the development set 96%
 // of the evidence of a question naming one speaker of its memory is that
-// speaker's turns. So when the question names exactly one speaker the
+// speaker's turns. So when the question names exactly one person the
 // viewer's memory knows (by the label it renders: a display name or a
-// speaker's latest binding), every ranked candidate of that speaker ranks
+// speaker's latest binding), every ranked candidate of that person ranks
 // as if it stood at a third of its rank and every other labelled
 // speaker's (the assistant's too) at three times it: a reordering of what
 // retrieval brought, never a filter, and nothing changes for a question
@@ -29,35 +29,58 @@ const (
 	otherSpeakerRank = 3
 )
 
-// namedSpeaker is the one label of labels that the question names as a
-// whole word (case folded), or "" when it names none or several, or when
-// the labels name fewer than two people: a memory of one person's talk
-// with an assistant (a coding agent's) has no one to tell apart, and a
-// display name that is a common word ("main") must not demote every
-// assistant reply.
-func namedSpeaker(question string, labels store.Labels) string {
+// namedIn is the person q's question names (namedSpeaker), or "" without
+// reading the question when the labels cannot tell people apart: labels
+// cut short (a memory of more speakers than a frame reads up front, where
+// a name left out could be the one meant), or fewer than two people (a
+// memory of one person's talk with an assistant, a coding agent's, has no
+// one to tell apart, and a display name that is a common word, "main",
+// must not demote every assistant reply).
+func (e *Engine) namedIn(q FrameQuery, labels store.Labels) string {
+	if labels.Of == 0 {
+		return ""
+	}
 	people := map[string]bool{}
 	for _, v := range labels.By {
-		if name := strings.ToLower(strings.TrimSpace(v)); name != "" {
+		if name := fold(v); name != "" {
 			people[name] = true
 		}
 	}
 	if len(people) < 2 {
 		return ""
 	}
-	q := strings.ToLower(question)
-	named := ""
-	for _, v := range labels.By {
-		name := strings.ToLower(strings.TrimSpace(v))
-		if utf8.RuneCountInString(name) < 2 || name == named || !containsWord(q, name) {
+	return namedSpeaker(e.questionText(q.Live), people)
+}
+
+func fold(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// namedSpeaker is the one of people (folded names) that the question names
+// as a whole word, case folded, or "" when it names none or several. A
+// name inside another that is named too ("Jo" in "Jo-Ann") does not count
+// apart from it.
+func namedSpeaker(question string, people map[string]bool) string {
+	q := fold(question)
+	var named []string
+	for name := range people {
+		if utf8.RuneCountInString(name) >= 2 && containsWord(q, name) {
+			named = append(named, name)
+		}
+	}
+	one := ""
+	for _, n := range named {
+		inside := false
+		for _, m := range named {
+			inside = inside || (m != n && containsWord(m, n))
+		}
+		if inside {
 			continue
 		}
-		if named != "" {
+		if one != "" {
 			return ""
 		}
-		named = name
+		one = n
 	}
-	return named
+	return one
 }
 
 // containsWord says whether w occurs in s with no letter or digit
@@ -85,44 +108,68 @@ func wordRune(r rune) bool {
 }
 
 // preferSpeaker reranks the candidates (in frame order) for a question
-// naming the speaker named: every ranked candidate that is not mandatory
-// (a match, a neighbour, a chain link, a dated turn) takes the heat of its
-// rank times namedSpeakerRank, otherSpeakerRank or 1 (no label, or gone
-// since the scan), or its warmth if higher, and the list is sorted again.
-// Each candidate is judged by its own speaker: the reply that answers a
-// turn naming the person is often the person's own. The labels are read
-// through the item cache, so what the frame renders next is mostly read
-// already; only immutable fields and the labels decide, so the same store
-// gives the same order whatever the cache holds.
+// naming the person named: every candidate retrieval placed (a match, a
+// neighbour, a chain link, a dated turn) that is not mandatory takes the
+// heat of its best placed rank times namedSpeakerRank, otherSpeakerRank or
+// 1 (no label, or gone since the scan), or its warmth if higher, and the
+// list is sorted again. Each candidate is judged by its own speaker: the
+// reply that answers a turn naming the person is often the person's own.
+// Whose turn an item is comes from the item cache where it holds the item,
+// else from a read of those few fields (never the bodies of candidates
+// that may not be shown); an item's owner, role and speaker never change
+// and its label is the viewer's latest, so the same store gives the same
+// order whatever the cache holds. The reheat written after the frame keeps
+// the retrieval rank: the preference serves this question, not the next.
 func (e *Engine) preferSpeaker(ctx context.Context, tenantID int64, cands []cand, named string, labels store.Labels) ([]cand, error) {
 	if named == "" {
 		return cands, nil
 	}
 	var ids []int64
 	for _, c := range cands {
-		if c.rank >= 0 && !c.mandatory {
+		if c.placed >= 0 && !c.mandatory {
 			ids = append(ids, c.id)
 		}
 	}
 	if len(ids) < 2 {
 		return cands, nil
 	}
-	items, err := e.frameItems(ctx, tenantID, ids, labels)
-	if err != nil {
-		return nil, err
+	whose, missing := e.res.texts.get(tenantID, ids)
+	if len(missing) > 0 {
+		got, err := e.store.ItemSpeakers(ctx, tenantID, missing)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range got {
+			whose[it.ID] = it
+		}
 	}
 	for i := range cands {
 		c := &cands[i]
-		it, ok := items[c.id]
-		if c.rank < 0 || c.mandatory || !ok || it.Speaker == "" {
+		it, ok := whose[c.id]
+		if c.placed < 0 || c.mandatory || !ok {
 			continue
 		}
-		f := float64(otherSpeakerRank)
-		if strings.ToLower(strings.TrimSpace(it.Speaker)) == named {
+		f := 1.0
+		switch name := fold(labelOf(it, labels)); {
+		case name == named:
 			f = namedSpeakerRank
+		case name != "":
+			f = otherSpeakerRank
 		}
-		c.heat = max(c.warm, rankPeakAt(max((float64(c.rank)+1)*f-1, 0)))
+		c.heat = max(c.warm, rankPeakAt(max((float64(c.placed)+1)*f-1, 0)))
 	}
 	sortCands(cands)
 	return cands, nil
+}
+
+// labelOf is the label the item renders with under labels: a fixed one
+// (the assistant's), or its binding's latest value ("" when unbound or not
+// among labels).
+func labelOf(it store.ItemText, labels store.Labels) string {
+	key, fixed, ok := store.LabelOf(it)
+	if !ok {
+		return fixed
+	}
+	v, _ := labels.Resolve(key)
+	return v
 }

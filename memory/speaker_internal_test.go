@@ -10,35 +10,66 @@ import (
 
 func TestNamedSpeaker(t *testing.T) {
 	t.Parallel()
-	two := store.Labels{Of: 1, By: map[store.LabelKey]string{
-		{UserID: 1, Kind: store.BindUser}:                         "conv-26",
-		{UserID: 1, Kind: store.BindSpeaker, Subject: "Caroline"}: "Caroline",
-		{UserID: 1, Kind: store.BindSpeaker, Subject: "Mel"}:      "Melanie",
-	}}
-	one := store.Labels{Of: 1, By: map[store.LabelKey]string{{UserID: 1, Kind: store.BindUser}: "main"}}
+	two := map[string]bool{"conv-26": true, "caroline": true, "melanie": true}
+	overlap := map[string]bool{"jo": true, "jo-ann": true, "sam": true}
 	cases := []struct {
 		name     string
 		question string
-		labels   store.Labels
+		people   map[string]bool
 		want     string
 	}{
 		{"one named", "What does Melanie do to destress?", two, "melanie"},
 		{"possessive", "What do Melanie's kids like?", two, "melanie"},
 		{"case folded", "what does CAROLINE paint?", two, "caroline"},
-		{"latest binding, not the subject", "What does Mel like?", two, ""},
+		{"a name not among them", "What does Mel like?", two, ""},
 		{"both named", "What does Melanie think of Caroline's plan?", two, ""},
 		{"inside a word", "Is Carolinesque a word?", two, ""},
 		{"none named", "When is the pottery class?", two, ""},
-		{"one person only", "merge it into main", one, ""},
-		{"no labels", "What does Melanie like?", store.Labels{}, ""},
+		{"a name inside another named", "What does Jo-Ann cook?", overlap, "jo-ann"},
+		{"the shorter alone", "What does Jo cook?", overlap, "jo"},
+		{"the longer and another", "Did Jo-Ann meet Sam?", overlap, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			if got := namedSpeaker(c.question, c.labels); got != c.want {
+			if got := namedSpeaker(c.question, c.people); got != c.want {
 				t.Errorf("namedSpeaker(%q) = %q, want %q", c.question, got, c.want)
 			}
 		})
+	}
+}
+
+// TestNamedIn: the labels decide whether a question is read for a name at
+// all: never with fewer than two people, nor with labels cut short.
+func TestNamedIn(t *testing.T) {
+	t.Parallel()
+	e := &Engine{an: contentOnly{}}
+	q := FrameQuery{Live: "What does Melanie like about main?"}
+	people := store.Labels{Of: 1, By: map[store.LabelKey]string{
+		{UserID: 1, Kind: store.BindUser}:                        "main",
+		{UserID: 1, Kind: store.BindSpeaker, Subject: "Melanie"}: "Melanie",
+		{UserID: 1, Kind: store.BindSpeaker, Subject: "Caro"}:    " ",
+	}}
+	cut := people
+	cut.Of = 0
+	one := store.Labels{Of: 1, By: map[store.LabelKey]string{{UserID: 1, Kind: store.BindUser}: "main"}}
+	cases := []struct {
+		name   string
+		labels store.Labels
+		want   string
+	}{
+		{"two people, both named", people, ""},
+		{"one person", one, ""},
+		{"cut short", cut, ""},
+	}
+	for _, c := range cases {
+		if got := e.namedIn(q, c.labels); got != c.want {
+			t.Errorf("%s: namedIn = %q, want %q", c.name, got, c.want)
+		}
+	}
+	q.Live = "What does Melanie like?"
+	if got := e.namedIn(q, people); got != "melanie" {
+		t.Errorf("two people, one named: namedIn = %q, want melanie", got)
 	}
 }
 
@@ -91,3 +122,9 @@ func FuzzContainsWord(f *testing.F) {
 		}
 	})
 }
+
+// contentOnly is the part of an Analyzer namedIn reads: the question's
+// content, here the whole message.
+type contentOnly struct{ Analyzer }
+
+func (contentOnly) ChunkContent(s string, chunks []string) []string { return chunks }

@@ -44,6 +44,11 @@ func TestFramePrefersNamedSpeaker(t *testing.T) {
 	if !shown("What does Melanie think about pottery?") {
 		t.Error("a question naming Melanie: her own pottery turn is not in the frame")
 	}
+	if fr, err := f.eng.Frame(ctx, memory.FrameQuery{Who: ask, Live: "What does Melanie think about pottery?", Probe: true, Budget: 150, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	} else if !strings.Contains(frameText(fr), "Melanie, pottery again") {
+		t.Error("a question naming Melanie: the best matches, mandatory, left the frame")
+	}
 	if shown("What about pottery?") {
 		t.Error("a question naming no one: the frame took the pottery turn ahead of the better matches (the test no longer tells the two apart)")
 	}

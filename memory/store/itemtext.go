@@ -102,7 +102,8 @@ const (
 		FROM items i
 		JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
 		WHERE i.tenant_id = $1 AND i.id = ANY($2)`
-	labelsSQL = `SELECT k.user_id, k.kind, k.subject, COALESCE((SELECT b.value FROM bindings b
+	itemSpeakersSQL = `SELECT id, user_id, role, speaker FROM items WHERE tenant_id = $1 AND id = ANY($2)`
+	labelsSQL       = `SELECT k.user_id, k.kind, k.subject, COALESCE((SELECT b.value FROM bindings b
 			WHERE b.tenant_id = $1 AND b.user_id = k.user_id AND b.kind = k.kind AND b.subject = k.subject
 			ORDER BY b.id DESC LIMIT 1), '')
 		FROM unnest($2::bigint[], $3::text[], $4::text[]) AS k(user_id, kind, subject)`
@@ -126,6 +127,28 @@ func queueViewerLabels(b *pgx.Batch, tenantID, viewerID int64, into *Labels) {
 		}
 		return err
 	})
+}
+
+// ItemSpeakers reads whose turn each of ids is (of an item that still
+// exists): its owner, role and stored speaker, the fields LabelOf reads, and
+// nothing else of it. A frame that ranks by speaker (memory/speaker.go)
+// reads these for candidates it may never render.
+func (db *DB) ItemSpeakers(ctx context.Context, tenantID int64, ids []int64) ([]ItemText, error) {
+	var out []ItemText
+	err := db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
+		b.Queue(itemSpeakersSQL, tenantID, ids).Query(func(rows pgx.Rows) error {
+			var it ItemText
+			_, err := pgx.ForEachRow(rows, []any{&it.ID, &it.UserID, &it.Role, &it.Speaker}, func() error {
+				out = append(out, it)
+				return nil
+			})
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("item speakers: %w", err)
+	}
+	return out, nil
 }
 
 // ItemTexts is what ReadItemTexts found.
