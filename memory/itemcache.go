@@ -183,11 +183,19 @@ func (e *Engine) frameItems(ctx context.Context, tenantID int64, ids []int64, kn
 	}
 	out := make(map[int64]store.RenderItem, len(cached))
 	for id, it := range cached {
-		key, label, ok := store.LabelOf(it)
-		if ok {
-			label, _ = labels.Resolve(key)
-		}
-		out[id] = it.Render(label)
+		out[id] = it.Render(labelOf(it, labels))
 	}
 	return out, nil
+}
+
+// labelOf is the label the item renders with under labels: a fixed one
+// (the assistant's), or its binding's latest value ("" when unbound or not
+// among labels).
+func labelOf(it store.ItemText, labels store.Labels) string {
+	key, fixed, ok := store.LabelOf(it)
+	if !ok {
+		return fixed
+	}
+	v, _ := labels.Resolve(key)
+	return v
 }
