@@ -114,9 +114,19 @@ func (tb *tab) step(name string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// text is the element's visible text. An element htmx is swapping out has
+// no layout, so chromedp reads "" from it; an empty read is retried briefly
+// so that a read racing a swap sees the element that replaced it.
 func (tb *tab) text(sel chromedp.CSS) string {
 	tb.t.Helper()
-	return strings.TrimSpace(run(tb, "read "+string(sel), chromedp.Text(sel)))
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got := strings.TrimSpace(run(tb, "read "+string(sel), chromedp.Text(sel)))
+		if got != "" || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (tb *tab) attr(sel chromedp.CSS, name string) string {
