@@ -205,6 +205,9 @@ func (r *Report) pipeline(m *mdw) {
 		if p3, ok := at(r.PipelineV3, p.Items); ok {
 			rows = append(rows, row(itemsLabel(p.Items)+" items, v3", p3))
 		}
+		if p3, ok := at(r.PipelineV3Thinking, p.Items); ok {
+			rows = append(rows, row(itemsLabel(p.Items)+" items, v3, provider answers in "+ms(thinkingTime)+" ms", p3))
+		}
 	}
 	m.table(append(pairedHead(), "frame items", "frame tokens", "first request"), rows)
 	m.p("\"first request\" is the first request after the tenant grew: the server's resident arena catches up on")
@@ -213,6 +216,14 @@ func (r *Report) pipeline(m *mdw) {
 		m.p("Rows marked v3 are the same items in a second tenant on dictionary v3, the default new tenants start on")
 		m.p("(lexical and dense scoring, no feedback scan); the unmarked rows are the v1 bench tenant. Their rounds")
 		m.p("alternate in one run, and the target is judged on v3.")
+	}
+	if len(r.PipelineV3Thinking) > 0 {
+		m.p("The row \"provider answers in " + ms(thinkingTime) + " ms\" is the v3 tenant again, its rounds alternating with the others,")
+		m.p("with the fake provider waiting that long before it answers, on both sides (the wait cancels in the difference).")
+		m.p("The other rows' provider answers at once, so what the server writes while a provider answers (the frame's")
+		m.p("reheat, the chain writer's catch-up) runs beside the client's next request; a real provider takes at")
+		m.p("least this long, and that work is done before the next request comes. The reply's capture and the request")
+		m.p("record run after each response, so they still run beside the next request in this row.")
 	}
 	m.p("")
 	r.memPath(m)

@@ -44,6 +44,11 @@ func newLiveRequests(v *Vocabulary, qs []arena.Query) liveRequests {
 // pipelineCaller sends request i to the provider directly (side 0) or
 // through Perpetuity with the full pipeline (side 1).
 func (r *rig) pipelineCaller(t *Tenant, lr liveRequests) func(ctx context.Context, side, i int) (Timing, error) {
+	return r.pipelineCallerFor(t, lr, "gpt-4o-mini")
+}
+
+// pipelineCallerFor is pipelineCaller asking for model on both sides.
+func (r *rig) pipelineCallerFor(t *Tenant, lr liveRequests, model string) func(ctx context.Context, side, i int) (Timing, error) {
 	direct := r.direct()
 	px := make([]Endpoint, len(t.Keys))
 	for u, key := range t.Keys {
@@ -53,7 +58,7 @@ func (r *rig) pipelineCaller(t *Tenant, lr liveRequests) func(ctx context.Contex
 	}
 	return func(ctx context.Context, side, i int) (Timing, error) {
 		k := i % len(lr.text)
-		body := chatBody(lr.text[k], false)
+		body := chatBodyFor(model, lr.text[k], false)
 		if side == 0 {
 			return direct.Call(ctx, r.client, body, false)
 		}
@@ -67,6 +72,9 @@ type pipeSide struct {
 	t      *Tenant
 	label  string // "" for the bench tenant, "v3" for its twin on dictionary v3
 	settle func(context.Context) error
+	// model is what both sides ask for; "" is the provider that answers
+	// at once, thinkingModel the one that takes thinkingTime.
+	model string
 }
 
 // runPipelines measures section 2 on each side: the bench tenant and, at
@@ -78,6 +86,9 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 	for i, s := range sides {
 		res[i].Items = s.t.Items
 		call := r.pipelineCaller(s.t, lr)
+		if s.model != "" {
+			call = r.pipelineCallerFor(s.t, lr, s.model)
+		}
 		calls[i] = call
 		t0 := time.Now()
 		if _, err := call(ctx, 1, 0); err != nil {

@@ -18,7 +18,10 @@ type Report struct {
 	// PipelineV3 is section 2 on the same items on dictionary v3, at
 	// Config.DenseSizes, its rounds alternating with Pipeline's.
 	PipelineV3 []PipelineResult
-	MemPath    []MemPathResult
+	// PipelineV3Thinking is PipelineV3 against a provider that takes
+	// thinkingTime to answer (both sides), its rounds alternating too.
+	PipelineV3Thinking []PipelineResult
+	MemPath            []MemPathResult
 	// MemPathV3 is the memory path of the same items on dictionary v3, at
 	// Config.DenseSizes, measured beside MemPath's row of that size.
 	MemPathV3 []MemPathResult

@@ -307,7 +307,8 @@ func (r *runner) grow(ctx context.Context, sizes []int) error {
 		if cfg.has(SecPipeline) {
 			sides := []pipeSide{{t: bt, settle: func(ctx context.Context) error { return r.settleChain(ctx, bt, "", n) }}}
 			if dense {
-				sides = append(sides, pipeSide{t: t3, label: "v3", settle: func(ctx context.Context) error { return r.settleChain(ctx, t3, "v3 tenant", n) }})
+				sides = append(sides, pipeSide{t: t3, label: "v3", settle: func(ctx context.Context) error { return r.settleChain(ctx, t3, "v3 tenant", n) }},
+					pipeSide{t: t3, label: "v3, provider 20 ms", model: thinkingModel})
 			}
 			ps, err := runPipelines(ctx, r.rg, sides, lr, cfg, r.lg)
 			if err != nil {
@@ -316,6 +317,7 @@ func (r *runner) grow(ctx context.Context, sizes []int) error {
 			rep.Pipeline = append(rep.Pipeline, ps[0])
 			if dense {
 				rep.PipelineV3 = append(rep.PipelineV3, ps[1])
+				rep.PipelineV3Thinking = append(rep.PipelineV3Thinking, ps[2])
 			}
 		}
 		if cfg.has(SecMemPath) {

@@ -50,9 +50,14 @@ func startRig(ctx context.Context, start StartFunc, dbURL string, chunks int, ch
 	fake := fakeprovider.New()
 	reply := fakeprovider.Reply{Text: replyWords(chunks), Chunks: chunks, ChunkDelay: chunkDelay}
 	served := new(atomic.Int64)
-	fake.SetDefault(func(fakeprovider.Recorded) fakeprovider.Reply {
+	slow := reply
+	slow.FirstByteDelay = thinkingTime
+	fake.SetDefault(func(rec fakeprovider.Recorded) fakeprovider.Reply {
 		if served.Add(1)%256 == 0 {
 			fake.Reset() // the fake records every request; the bench needs none of them
+		}
+		if rec.Model == thinkingModel {
+			return slow
 		}
 		return reply
 	})
@@ -103,9 +108,20 @@ func chatHeader() http.Header {
 
 // chatBody is a small but typical chat request: a system prompt, one
 // earlier exchange and the live question.
-func chatBody(live string, stream bool) []byte {
+// thinkingModel is the model name for which the fake provider waits
+// thinkingTime before it answers, as a real one takes time to answer
+// (§2's row "provider answers in 20 ms"): whatever the server does after a
+// reply then has the provider's time to be done in, as in use.
+const (
+	thinkingModel = "gpt-4o-mini-thinking"
+	thinkingTime  = 20 * time.Millisecond
+)
+
+func chatBody(live string, stream bool) []byte { return chatBodyFor("gpt-4o-mini", live, stream) }
+
+func chatBodyFor(model, live string, stream bool) []byte {
 	b, _ := json.Marshal(map[string]any{
-		"model":      "gpt-4o-mini",
+		"model":      model,
 		"max_tokens": 256,
 		"stream":     stream,
 		"messages": []map[string]string{

@@ -46,7 +46,7 @@ func TestSmokeRun(t *testing.T) {
 		"## 1. Pass-through overhead", "| non-streaming, concurrency 1 |", "| streaming: time to first event |",
 		"| conversation upsert |",
 		"### Beside the Portkey gateway", "not measured in smoke mode", "| Bifrost | 0.44-0.62 |",
-		"## 2. Full pipeline overhead", "| 300 items |", "| 300 items, v3 |",
+		"## 2. Full pipeline overhead", "| 300 items |", "| 300 items, v3 |", "| 300 items, v3, provider answers in 20.0 ms |",
 		"## 2b. Cost curve", "](BENCHMARKS-cost.svg)", "| 300 | **", "| 600 | **", "c=64 req/s",
 		"## 3. Capture cost", "| capture of one message |", "items/s",
 		"## 4. Scan", "| 600 |",
