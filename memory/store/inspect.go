@@ -127,7 +127,7 @@ const (
 	listRequestsSQL = `SELECT ` + requestColumns + requestFrom + `
 	WHERE r.tenant_id = $1 AND ($2::bigint = 0 OR r.user_id = $2)
 	ORDER BY r.at DESC, r.id DESC LIMIT $3`
-	getRequestSQL = `SELECT ` + requestColumns + `, coalesce(p.record, 'null'::json)` + requestFrom + `
+	getRequestSQL = `SELECT ` + requestColumns + `, coalesce(p.record, 'null')` + requestFrom + `
 	WHERE r.tenant_id = $1 AND r.id = $2`
 	// The owner's own records carry the item in their arrays, read newest
 	// first along request_inspections_user (every record of the owner's

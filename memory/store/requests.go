@@ -57,7 +57,7 @@ const insertInspectedSQL = `WITH r AS (
 		RETURNING id, at),
 	ins AS (
 		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record, question, item_ids, item_shown)
-		SELECT $1, r.id, $3, r.at, $15::json, $20, $16::bigint[], $17::boolean[] FROM r
+		SELECT $1, r.id, $3, r.at, $15::text, $20, $16::bigint[], $17::boolean[] FROM r
 		RETURNING request_id),
 	idx AS (
 		INSERT INTO request_inspection_items (tenant_id, item_id, request_id, shown)
