@@ -106,8 +106,6 @@ func chatHeader() http.Header {
 	return h
 }
 
-// chatBody is a small but typical chat request: a system prompt, one
-// earlier exchange and the live question.
 // thinkingModel is the model name for which the fake provider waits
 // thinkingTime before it answers, as a real one takes time to answer
 // (§2's row "provider answers in 20 ms"): whatever the server does after a
@@ -117,8 +115,11 @@ const (
 	thinkingTime  = 20 * time.Millisecond
 )
 
+// chatBody is a small but typical chat request: a system prompt, one
+// earlier exchange and the live question.
 func chatBody(live string, stream bool) []byte { return chatBodyFor("gpt-4o-mini", live, stream) }
 
+// chatBodyFor is chatBody asking for model.
 func chatBodyFor(model, live string, stream bool) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"model":      model,
