@@ -51,7 +51,7 @@ func TestBrowserInspector(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The record is written after the reply went out.
-	const kept = `SELECT count(*) FROM request_inspections WHERE tenant_id = $1 AND record->>'question' = $2`
+	const kept = `SELECT count(*) FROM request_inspections WHERE tenant_id = $1 AND record::json->>'question' = $2`
 	for deadline := time.Now().Add(15 * time.Second); s.scalar(kept, tenantID, question) == 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no inspector record of the request after 15s")
@@ -63,8 +63,8 @@ func TestBrowserInspector(t *testing.T) {
 			t.Errorf("the %s is in %d stored records", tc.name, n)
 		}
 	}
-	if n := s.scalar(`SELECT count(*) FROM request_inspections WHERE tenant_id = $1 AND record->'tools'->0->>'name' = 'memory_search'
-		AND strpos(record->>'reply', 'platform nine') > 0`, tenantID); n != 1 {
+	if n := s.scalar(`SELECT count(*) FROM request_inspections WHERE tenant_id = $1 AND record::json->'tools'->0->>'name' = 'memory_search'
+		AND strpos(record::json->>'reply', 'platform nine') > 0`, tenantID); n != 1 {
 		t.Errorf("%d records keep the tool call and the reply, want 1", n)
 	}
 	ferry := s.scalar(`SELECT id FROM items WHERE tenant_id = $1 AND body LIKE 'The Quokkaferry leaves%'`, tenantID)
