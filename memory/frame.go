@@ -54,10 +54,12 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 		return Frame{}, err
 	}
 	lc.adopt(&q) // a cold load waited for the capture
+	// Read once: every scan of this frame and the speaker preference read it.
+	qtext := e.questionText(q.Live)
 	var aq arena.Query
 	var hits []arena.Hit
 	for {
-		if aq, hits, err = e.retrieve(ctx, q, r); err != nil {
+		if aq, hits, err = e.retrieve(ctx, q, qtext, r); err != nil {
 			return Frame{}, err
 		}
 		var again bool
@@ -77,7 +79,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 		}
 		lc.adopt(&q)
 		if slices.ContainsFunc(hits, func(h arena.Hit) bool { return slices.Contains(q.LiveItems, h.ID) }) {
-			if aq, hits, err = e.retrieve(ctx, q, r); err != nil {
+			if aq, hits, err = e.retrieve(ctx, q, qtext, r); err != nil {
 				return Frame{}, err
 			}
 		}
@@ -110,7 +112,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 		settleLive(&in, lc.got, e.opt.Recent, e.opt.BaseTau)
 	}
 	cands := e.candidates(q, hits, joined, nbs, chs, in)
-	if cands, err = e.preferSpeaker(ctx, q.TenantID, cands, e.namedIn(q, in.Labels), in.Labels); err != nil {
+	if cands, err = e.preferSpeaker(ctx, q.TenantID, cands, namedIn(qtext, in.Labels), in.Labels); err != nil {
 		return Frame{}, err
 	}
 	render := time.Now()
@@ -143,14 +145,13 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 	return f, nil
 }
 
-// retrieve scans the view for the question: its query in the view's
-// dictionary version, and the matches, best first.
-func (e *Engine) retrieve(ctx context.Context, q FrameQuery, r view) (arena.Query, []arena.Hit, error) {
+// retrieve scans the view for the question (qtext, its questionText): its
+// query in the view's dictionary version, and the matches, best first.
+func (e *Engine) retrieve(ctx context.Context, q FrameQuery, qtext string, r view) (arena.Query, []arena.Hit, error) {
 	d, err := e.dictionary(ctx, r.dict)
 	if err != nil {
 		return arena.Query{}, nil, err
 	}
-	qtext := e.questionText(q.Live)
 	toks := e.an.Normalize(qtext)
 	terms := d.QueryTerms(toks)
 	aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}

@@ -29,14 +29,15 @@ const (
 	otherSpeakerRank = 3
 )
 
-// namedIn is the person q's question names (namedSpeaker), or "" without
-// reading the question when the labels cannot tell people apart: labels
+// namedIn is the person the question (its questionText) names
+// (namedSpeaker), or "" without reading it when the labels cannot tell
+// people apart: labels
 // cut short (a memory of more speakers than a frame reads up front, where
 // a name left out could be the one meant), or fewer than two people (a
 // memory of one person's talk with an assistant, a coding agent's, has no
 // one to tell apart, and a display name that is a common word, "main",
 // must not demote every assistant reply).
-func (e *Engine) namedIn(q FrameQuery, labels store.Labels) string {
+func namedIn(question string, labels store.Labels) string {
 	if labels.Of == 0 {
 		return ""
 	}
@@ -49,7 +50,7 @@ func (e *Engine) namedIn(q FrameQuery, labels store.Labels) string {
 	if len(people) < 2 {
 		return ""
 	}
-	return namedSpeaker(e.questionText(q.Live), people)
+	return namedSpeaker(question, people)
 }
 
 func fold(s string) string { return strings.ToLower(strings.TrimSpace(s)) }

@@ -43,8 +43,7 @@ func TestNamedSpeaker(t *testing.T) {
 // all: never with fewer than two people, nor with labels cut short.
 func TestNamedIn(t *testing.T) {
 	t.Parallel()
-	e := &Engine{an: contentOnly{}}
-	q := FrameQuery{Live: "What does Melanie like about main?"}
+	q := "What does Melanie like about main?"
 	people := store.Labels{Of: 1, By: map[store.LabelKey]string{
 		{UserID: 1, Kind: store.BindUser}:                        "main",
 		{UserID: 1, Kind: store.BindSpeaker, Subject: "Melanie"}: "Melanie",
@@ -63,12 +62,11 @@ func TestNamedIn(t *testing.T) {
 		{"cut short", cut, ""},
 	}
 	for _, c := range cases {
-		if got := e.namedIn(q, c.labels); got != c.want {
+		if got := namedIn(q, c.labels); got != c.want {
 			t.Errorf("%s: namedIn = %q, want %q", c.name, got, c.want)
 		}
 	}
-	q.Live = "What does Melanie like?"
-	if got := e.namedIn(q, people); got != "melanie" {
+	if got := namedIn("What does Melanie like?", people); got != "melanie" {
 		t.Errorf("two people, one named: namedIn = %q, want melanie", got)
 	}
 }
@@ -122,9 +120,3 @@ func FuzzContainsWord(f *testing.F) {
 		}
 	})
 }
-
-// contentOnly is the part of an Analyzer namedIn reads: the question's
-// content, here the whole message.
-type contentOnly struct{ Analyzer }
-
-func (contentOnly) ChunkContent(s string, chunks []string) []string { return chunks }

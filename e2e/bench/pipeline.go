@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -44,7 +45,7 @@ func newLiveRequests(v *Vocabulary, qs []arena.Query) liveRequests {
 // pipelineCaller sends request i to the provider directly (side 0) or
 // through Perpetuity with the full pipeline (side 1).
 func (r *rig) pipelineCaller(t *Tenant, lr liveRequests) func(ctx context.Context, side, i int) (Timing, error) {
-	return r.pipelineCallerFor(t, lr, "gpt-4o-mini")
+	return r.pipelineCallerFor(t, lr, benchModel)
 }
 
 // pipelineCallerFor is pipelineCaller asking for model on both sides.
@@ -72,8 +73,8 @@ type pipeSide struct {
 	t      *Tenant
 	label  string // "" for the bench tenant, "v3" for its twin on dictionary v3
 	settle func(context.Context) error
-	// model is what both sides ask for; "" is the provider that answers
-	// at once, thinkingModel the one that takes thinkingTime.
+	// model is what both sides ask for; "" is benchModel, which the
+	// provider answers at once, thinkingModel the one that takes thinkingTime.
 	model string
 }
 
@@ -85,10 +86,7 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 	calls := make([]func(context.Context, int, int) (Timing, error), len(sides))
 	for i, s := range sides {
 		res[i].Items = s.t.Items
-		call := r.pipelineCaller(s.t, lr)
-		if s.model != "" {
-			call = r.pipelineCallerFor(s.t, lr, s.model)
-		}
+		call := r.pipelineCallerFor(s.t, lr, cmp.Or(s.model, benchModel))
 		calls[i] = call
 		t0 := time.Now()
 		if _, err := call(ctx, 1, 0); err != nil {

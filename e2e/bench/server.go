@@ -111,13 +111,14 @@ func chatHeader() http.Header {
 // (§2's row "provider answers in 20 ms"): whatever the server does after a
 // reply then has the provider's time to be done in, as in use.
 const (
+	benchModel    = "gpt-4o-mini"
 	thinkingModel = "gpt-4o-mini-thinking"
 	thinkingTime  = 20 * time.Millisecond
 )
 
 // chatBody is a small but typical chat request: a system prompt, one
 // earlier exchange and the live question.
-func chatBody(live string, stream bool) []byte { return chatBodyFor("gpt-4o-mini", live, stream) }
+func chatBody(live string, stream bool) []byte { return chatBodyFor(benchModel, live, stream) }
 
 // chatBodyFor is chatBody asking for model.
 func chatBodyFor(model, live string, stream bool) []byte {

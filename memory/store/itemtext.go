@@ -136,11 +136,11 @@ func queueViewerLabels(b *pgx.Batch, tenantID, viewerID int64, into *Labels) {
 func (db *DB) ItemSpeakers(ctx context.Context, tenantID int64, ids []int64) ([]ItemText, error) {
 	var out []ItemText
 	err := db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
-		b.Queue(itemSpeakersSQL, tenantID, ids).Query(func(rows pgx.Rows) error {
-			var it ItemText
-			_, err := pgx.ForEachRow(rows, []any{&it.ID, &it.UserID, &it.Role, &it.Speaker}, func() error {
-				out = append(out, it)
-				return nil
+		b.Queue(itemSpeakersSQL, tenantID, ids).Query(func(rows pgx.Rows) (err error) {
+			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ItemText, error) {
+				var it ItemText
+				err := row.Scan(&it.ID, &it.UserID, &it.Role, &it.Speaker)
+				return it, err
 			})
 			return err
 		})
