@@ -71,6 +71,30 @@ func TestNamedIn(t *testing.T) {
 	}
 }
 
+// TestPreferredRank: the named person's candidates move up, other
+// labelled speakers' move down, except retrieval's keptPlaces best.
+func TestPreferredRank(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		placed  int
+		speaker string
+		want    float64
+	}{
+		{"named, first", 0, "melanie", 0},
+		{"named, 9th", 8, "melanie", 2},
+		{"other, within the kept places", 4, "caroline", 4},
+		{"other, first past them", keptPlaces, "caroline", 3*(keptPlaces+1) - 1},
+		{"other, 10th", 9, "caroline", 29},
+		{"no label", 9, "", 9},
+	}
+	for _, c := range cases {
+		if got := preferredRank(c.placed, c.speaker, "melanie"); got != c.want {
+			t.Errorf("%s: preferredRank(%d, %q) = %g, want %g", c.name, c.placed, c.speaker, got, c.want)
+		}
+	}
+}
+
 func TestContainsWord(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
