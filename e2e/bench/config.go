@@ -49,8 +49,12 @@ type Config struct {
 	Peer bool
 
 	// Sections 2, 5 and 6: tenant sizes, grown in this order.
-	Sizes          []int
-	PipelinePairs  int
+	Sizes         []int
+	PipelinePairs int
+	// MemPathTurns is the memory path's turns of each tenant per round:
+	// at least 100, so that a round's p99 (nearest rank) is not simply its
+	// slowest turn.
+	MemPathTurns   int
 	ColdRounds     int
 	ThroughputSize int // which size section 6 runs at
 	Bound          time.Duration
@@ -95,7 +99,7 @@ func ModeConfig(mode string) (Config, error) {
 		Mode: mode, Sections: AllSections(), Seed: 42,
 		Rounds: 5, PassPairs: 400, Concurrency: 64, PassPairsMany: 16, StreamPairs: 200, StreamConcurrency: 4,
 		Chunks: 64, ChunkDelay: time.Millisecond, BreakdownN: 100, Peer: true,
-		Sizes: []int{10_000, 250_000, 1_000_000}, PipelinePairs: 60, ColdRounds: 3,
+		Sizes: []int{10_000, 250_000, 1_000_000}, PipelinePairs: 60, MemPathTurns: 200, ColdRounds: 3,
 		DenseSizes: []int{10_000, 250_000}, PoolUsers: 500, PoolItems: 250_000,
 		CostSizes: []int{10_000, 100_000, 250_000, 1_000_000}, CostConcurrency: []int{1, 8, 64}, CostStep: 2 * time.Second,
 		ThroughputSize: 250_000, Bound: 50 * time.Millisecond, RateStep: 3 * time.Second, RateStart: 10, RateLimit: 4000, Bisect: 3,
@@ -107,6 +111,7 @@ func ModeConfig(mode string) (Config, error) {
 	case "quick":
 		c.Rounds, c.PassPairs, c.PassPairsMany, c.StreamPairs, c.BreakdownN = 3, 150, 4, 40, 40
 		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{10_000}, 10_000, 30, 2
+		c.MemPathTurns = 100
 		c.DenseSizes, c.PoolItems = []int{10_000}, 10_000
 		c.CostSizes, c.CostStep = []int{10_000, 50_000}, 700*time.Millisecond
 		c.RateStep, c.Bisect = 700*time.Millisecond, 1
@@ -118,6 +123,7 @@ func ModeConfig(mode string) (Config, error) {
 		c.Chunks, c.Peer = 8, false // the tests need no npm
 		c.CostSizes, c.CostStep = []int{300, 600}, 100*time.Millisecond
 		c.Sizes, c.ThroughputSize, c.PipelinePairs, c.ColdRounds = []int{300}, 300, 4, 1
+		c.MemPathTurns = 4
 		c.DenseSizes, c.PoolUsers, c.PoolItems = []int{300}, 20, 400
 		c.RateStep, c.RateStart, c.RateLimit, c.Bisect, c.Bound = 150*time.Millisecond, 50, 100, 0, 2*time.Second
 		c.CaptureN, c.ImportTurns = 5, 10
@@ -130,3 +136,8 @@ func ModeConfig(mode string) (Config, error) {
 }
 
 func (c Config) has(s string) bool { return slices.Contains(c.Sections, s) }
+
+// questions is how many live questions a size draws: enough that the
+// memory path, which asks the most, asks none twice (its first turn,
+// which catches the arena up, comes on top of its rounds).
+func (c Config) questions() int { return max(200, c.Rounds*c.MemPathTurns+1) }

@@ -99,7 +99,7 @@ func (r *runner) costQuestions(n int) liveRequests {
 	if r.costGen == nil {
 		r.costGen = synth.New(synth.Config{Seed: r.cfg.Seed, Users: 10, Vocab: SynthVocab})
 	}
-	return newLiveRequests(r.k.vocab, r.costGen.Queries(r.corpus[:n], 200, 3, 8))
+	return newLiveRequests(r.k.vocab, r.costGen.Queries(r.corpus[:n], r.cfg.questions(), 3, 8))
 }
 
 // costPoint measures the cost curve at the bench tenant's current size n,

@@ -244,6 +244,9 @@ func (r *Report) memPath(m *mdw) {
 	m.p("after it returns, as serving does, and finishes before the next turn starts (in serving it runs while the")
 	m.p("provider answers); its statement is in the breakdown below but not in the turn's time. The pipeline's")
 	m.p("added time above is this plus the HTTP hop, the key lookup and the conversation upsert.")
+	if n := r.MemPath[0].Total.N; n > 0 {
+		m.p("Each tenant answers %d questions per round, none asked twice, so a round's p99 is its %s turn.", n, slowest(n))
+	}
 	m.p("")
 	dense := len(r.MemPathV3) > 0
 	var rows [][]string
@@ -528,4 +531,24 @@ func (r *Report) loads(m *mdw) {
 	}
 	r.chainSettles(m)
 	m.p("")
+}
+
+// slowest names the sample that is the p99 (nearest rank) of n: "slowest",
+// "2nd slowest"...
+func slowest(n int) string {
+	k := n - int(float64(n)*0.99+0.999999) + 1
+	if k <= 1 {
+		return "slowest"
+	}
+	suffix := "th"
+	switch {
+	case k%100 >= 11 && k%100 <= 13:
+	case k%10 == 1:
+		suffix = "st"
+	case k%10 == 2:
+		suffix = "nd"
+	case k%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s slowest", k, suffix)
 }

@@ -121,7 +121,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		c := make([][]time.Duration, len(sides))
 		f := make([][]time.Duration, len(sides))
 		tt := make([][]time.Duration, len(sides))
-		for range cfg.PipelinePairs {
+		for range cfg.MemPathTurns {
 			k1 := i % len(lr.text)
 			i++
 			for j := range sides {
@@ -156,7 +156,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 	for x, s := range sides {
 		out[x] = MemPathResult{Items: s.t.Items, Dict: s.t.Dict, Users: len(s.t.Users),
 			Capture: Fold(got[x].caps), Frame: Fold(got[x].frames), Total: Fold(got[x].totals),
-			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.PipelinePairs)}
+			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.MemPathTurns)}
 	}
 	return out, nil
 }

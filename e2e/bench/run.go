@@ -289,7 +289,7 @@ func (r *runner) grow(ctx context.Context, sizes []int) error {
 			}
 			rep.Loads = append(rep.Loads, LoadFigure{Tenant: "v3 tenant", Items: n, Added: n - before, Took: time.Since(t0)})
 		}
-		lr := newLiveRequests(r.k.vocab, r.g.Queries(r.corpus[:n], 200, 3, 8))
+		lr := newLiveRequests(r.k.vocab, r.g.Queries(r.corpus[:n], cfg.questions(), 3, 8))
 		if cfg.has(SecCold) {
 			c, err := runColdStart(ctx, r.db, r.k, bt, lr.text[0], cfg, r.lg)
 			if err != nil {
@@ -409,7 +409,7 @@ func (r *runner) pooled(ctx context.Context, loader *Loader) (*PooledResult, err
 		}
 		sides = append(sides, memSide{mp, t})
 	}
-	qs := g.Queries(corpus, 200, 3, 8)
+	qs := g.Queries(corpus, cfg.questions(), 3, 8)
 	owned := map[int64]int{}
 	for i := range corpus {
 		owned[corpus[i].User]++

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,6 +87,29 @@ func TestStmtName(t *testing.T) {
 	} {
 		if got := stmtName(sql); got != want {
 			t.Errorf("stmtName(%q) = %q, want %q", sql, got, want)
+		}
+	}
+}
+
+// TestSlowest: the sample a p99 picks, named from the top, agrees with
+// Percentile.
+func TestSlowest(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		n    int
+		want string
+	}{{4, "slowest"}, {60, "slowest"}, {100, "2nd slowest"}, {200, "3rd slowest"}, {1000, "11th slowest"}, {2100, "22nd slowest"}}
+	for _, c := range cases {
+		if got := slowest(c.n); got != c.want {
+			t.Errorf("slowest(%d) = %q, want %q", c.n, got, c.want)
+		}
+		s := make([]time.Duration, c.n)
+		for i := range s {
+			s[i] = time.Duration(i)
+		}
+		k := c.n - int(Percentile(s, 0.99))
+		if prefix := strconv.Itoa(k); (k == 1) != (c.want == "slowest") || (k > 1 && !strings.HasPrefix(c.want, prefix)) {
+			t.Errorf("n=%d: Percentile picks the slowest but %d, the case says %q", c.n, k-1, c.want)
 		}
 	}
 }
