@@ -52,7 +52,7 @@ func (r *Report) notes(m *mdw) {
 		m.p("For a stream the first event arrives %s ms later at p50, against %s ms for the plain hop.",
 			ms(p.TTFB.Added50), ms(p.HopTTFB.Added50))
 		m.p("After the reply each request also commits its request record (p50 %s ms), on the same cores and", ms(rec.P50))
-		m.p("through the same connection pool (%d connections, pgxpool's default for this machine): that is what the", p.PoolConns)
+		m.p("through the same connection pool (%d connections, the server's default for this machine): that is what the", p.PoolConns)
 		m.p("p99 carries. At %d concurrent conversations the database work per request bounds the rate", p.Concurrency)
 		if t := r.Throughput; t != nil && t.Base.Rate > 0 {
 			m.p("(the pass-through path sustains %.0f requests/s, §6), so requests wait in line: %s ms added at p50.", t.Base.Rate, ms(p.CMany.Added50))
