@@ -16,49 +16,66 @@ import (
 // natively so ids still match. A crossing adapter translates the result.
 func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 	if f == nil || in.live < 0 {
-		return json.Marshal(in.fields)
+		return encodeWith(in.fields, "", nil)
 	}
-	var msgs []any
+	live := in.messages[in.live]
+	size := 2
+	for _, m := range in.messages {
+		size += len(m.raw) + 1
+	}
+	for _, t := range f.Turns {
+		size += len(t.Text) + 32
+	}
+	list := append(make([]byte, 0, size), '[')
+	add := func(v []byte) {
+		if len(list) > 1 {
+			list = append(list, ',')
+		}
+		list = append(list, v...)
+	}
 	if in.dialect != dialect.AnthropicMessages {
 		for _, m := range in.messages {
 			if m.role != "system" && m.role != "developer" {
 				break
 			}
-			msgs = append(msgs, m.raw)
+			add(m.raw)
 		}
 	}
-	live := in.messages[in.live]
 	for i, t := range f.Turns {
+		m := frameMessage{Role: t.Role, Content: t.Text}
 		if i == len(f.Turns)-1 && t.Role == "user" && live.nonText {
-			msgs = append(msgs, frameMessage{Role: "user", Content: withNonTextParts(in.dialect, t.Text, live.raw)})
-			continue
+			m.Content = withNonTextParts(in.dialect, t.Text, live.raw)
 		}
-		msgs = append(msgs, frameMessage{Role: t.Role, Content: t.Text})
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		add(b)
 	}
 	for _, m := range in.messages[in.live+1:] {
-		msgs = append(msgs, m.raw)
+		add(m.raw)
 	}
-	raw, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, err
-	}
-	return encodeWith(in.fields, in.listKey, raw)
+	return encodeWith(in.fields, in.listKey, append(list, ']'))
 }
 
-// encodeWith is json.Marshal of fields with key's value replaced by raw,
-// which json.Marshal made (compact, HTML escaped) and is written as it is:
-// it holds the frame, tens of kB that encoding the map would scan and
-// copy again.
-func encodeWith(fields map[string]json.RawMessage, key string, raw []byte) ([]byte, error) {
+// encodeWith writes fields as one object, keys sorted (one value per key,
+// as the proxy read them), with key's value replaced by list when list is
+// not nil. Values are written as they came: parseInbound read them from a
+// body that is valid JSON, and re-encoding them (as json.Marshal does a
+// RawMessage: compacting, validating) read the rest of a coding agent's
+// request again, its tool definitions and its tool exchange in flight.
+func encodeWith(fields map[string]json.RawMessage, key string, list []byte) ([]byte, error) {
 	keys := make([]string, 0, len(fields)+1)
-	size := len(raw)
+	size := len(list)
 	for k, v := range fields {
-		if k != key {
+		if list == nil || k != key {
 			keys = append(keys, k)
 			size += len(k) + len(v) + 4
 		}
 	}
-	keys = append(keys, key)
+	if list != nil {
+		keys = append(keys, key)
+	}
 	slices.Sort(keys)
 	out := make([]byte, 0, size+len(key)+4)
 	out = append(out, '{')
@@ -71,15 +88,15 @@ func encodeWith(fields map[string]json.RawMessage, key string, raw []byte) ([]by
 			return nil, err
 		}
 		out = append(append(out, kb...), ':')
-		if k == key {
-			out = append(out, raw...)
+		if list != nil && k == key {
+			out = append(out, list...)
 			continue
 		}
-		v, err := json.Marshal(fields[k])
-		if err != nil {
-			return nil, err
+		if v := fields[k]; len(v) > 0 {
+			out = append(out, v...)
+		} else {
+			out = append(out, "null"...)
 		}
-		out = append(out, v...)
 	}
 	return append(out, '}'), nil
 }

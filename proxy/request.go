@@ -59,9 +59,21 @@ type contentPart struct {
 // parseInbound decodes a chat request body of dialect d. Errors are
 // client errors, written in the client's dialect.
 func parseInbound(d dialect.Dialect, body []byte) (*inbound, error) {
+	return parseInboundWith(d, body, true)
+}
+
+// parseInboundWith is parseInbound. With skim, a valid body's fields and
+// messages are read by walking it (skim.go) and only what the walk is
+// not sure of is decoded; without, everything is decoded (the tests hold
+// the two alike).
+func parseInboundWith(d dialect.Dialect, body []byte, skim bool) (*inbound, error) {
 	in := &inbound{dialect: d, body: body, live: -1, listKey: "messages"}
-	if err := json.Unmarshal(body, &in.fields); err != nil || in.fields == nil {
-		return nil, errBadRequest("request body is not a JSON object: %s", jsonErrorText(err))
+	skim = skim && json.Valid(body)
+	if !skim || !skimFields(body, &in.fields) {
+		in.fields = nil
+		if err := json.Unmarshal(body, &in.fields); err != nil || in.fields == nil {
+			return nil, errBadRequest("request body is not a JSON object: %s", jsonErrorText(err))
+		}
 	}
 	if raw, ok := in.fields["model"]; ok {
 		if err := json.Unmarshal(raw, &in.model); err != nil {
@@ -77,7 +89,7 @@ func parseInbound(d dialect.Dialect, body []byte) (*inbound, error) {
 		}
 	}
 	if d == dialect.OpenAIResponses {
-		return parseResponsesInput(in)
+		return parseResponsesInput(in, skim)
 	}
 	if raw, ok := in.fields["stream_options"]; ok && d == dialect.OpenAIChat {
 		var so struct {
@@ -90,23 +102,20 @@ func parseInbound(d dialect.Dialect, body []byte) (*inbound, error) {
 	if !ok {
 		return nil, errBadRequest("messages: is required")
 	}
-	var msgs []json.RawMessage
-	if err := json.Unmarshal(rawMsgs, &msgs); err != nil {
-		return nil, errBadRequest("messages: must be an array of message objects")
+	if skim {
+		in.messages, skim = skimMessages(d, rawMsgs)
 	}
-	if len(msgs) == 0 {
-		return nil, errBadRequest("messages: must not be empty")
+	if !skim {
+		var err error
+		if in.messages, err = decodeMessages(d, rawMsgs); err != nil {
+			return nil, err
+		}
 	}
 	var sys []string
-	for i, raw := range msgs {
-		m, err := parseMessage(d, raw)
-		if err != nil {
-			return nil, errBadRequest("messages[%d]: %s", i, err.Error())
-		}
+	for _, m := range in.messages {
 		if m.role == "system" || m.role == "developer" {
 			sys = append(sys, m.text)
 		}
-		in.messages = append(in.messages, m)
 	}
 	if d == dialect.AnthropicMessages {
 		if raw, ok := in.fields["system"]; ok && !jsonx.IsNull(raw) {
@@ -135,6 +144,26 @@ func parseInbound(d dialect.Dialect, body []byte) (*inbound, error) {
 	return in, nil
 }
 
+// decodeMessages decodes a request's messages field.
+func decodeMessages(d dialect.Dialect, rawMsgs json.RawMessage) ([]inMessage, error) {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(rawMsgs, &msgs); err != nil {
+		return nil, errBadRequest("messages: must be an array of message objects")
+	}
+	if len(msgs) == 0 {
+		return nil, errBadRequest("messages: must not be empty")
+	}
+	out := make([]inMessage, 0, len(msgs))
+	for i, raw := range msgs {
+		m, err := parseMessage(d, raw)
+		if err != nil {
+			return nil, errBadRequest("messages[%d]: %s", i, err.Error())
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 // findLive marks the live question: the last user message with text of
 // its own that is not part of a tool exchange.
 func (in *inbound) findLive() {
@@ -147,6 +176,23 @@ func (in *inbound) findLive() {
 	}
 }
 
+// checkRole refuses a role the dialect does not have.
+func checkRole(d dialect.Dialect, role string) error {
+	switch d {
+	case dialect.AnthropicMessages:
+		if role != "user" && role != "assistant" {
+			return errString("role must be \"user\" or \"assistant\"")
+		}
+	default:
+		switch role {
+		case "system", "developer", "user", "assistant", "tool", "function":
+		default:
+			return errString("role must be one of system, developer, user, assistant, tool")
+		}
+	}
+	return nil
+}
+
 func parseMessage(d dialect.Dialect, raw json.RawMessage) (inMessage, error) {
 	var m struct {
 		Role      string          `json:"role"`
@@ -157,17 +203,8 @@ func parseMessage(d dialect.Dialect, raw json.RawMessage) (inMessage, error) {
 		return inMessage{}, errString("must be an object with role and content")
 	}
 	out := inMessage{role: m.Role, raw: raw}
-	switch d {
-	case dialect.AnthropicMessages:
-		if m.Role != "user" && m.Role != "assistant" {
-			return out, errString("role must be \"user\" or \"assistant\"")
-		}
-	default:
-		switch m.Role {
-		case "system", "developer", "user", "assistant", "tool", "function":
-		default:
-			return out, errString("role must be one of system, developer, user, assistant, tool")
-		}
+	if err := checkRole(d, m.Role); err != nil {
+		return out, err
 	}
 	if m.Role == "tool" || m.Role == "function" {
 		out.toolOnly, out.nonText = true, true

@@ -26,8 +26,9 @@ import (
 // names Perpetuity's conversation too.
 
 // parseResponsesInput reads the Responses request's input, instructions and
-// hints into in.
-func parseResponsesInput(in *inbound) (*inbound, error) {
+// hints into in; with skim (a valid body), its items are walked where the
+// walk can (skim.go).
+func parseResponsesInput(in *inbound, skim bool) (*inbound, error) {
 	in.listKey = "input"
 	var sys []string
 	if raw, ok := in.fields["instructions"]; ok && !jsonx.IsNull(raw) {
@@ -62,24 +63,51 @@ func parseResponsesInput(in *inbound) (*inbound, error) {
 		msg, _ := json.Marshal(map[string]string{"role": "user", "content": s})
 		in.messages = []inMessage{{role: "user", text: s, raw: msg}}
 	default:
-		var items []json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, errBadRequest("input: must be a string or an array of input items")
+		var walked bool
+		if skim {
+			in.messages, walked = skimResponsesItems(raw)
 		}
-		for i, r := range items {
-			m, err := parseResponsesItem(r)
-			if err != nil {
-				return nil, errBadRequest("input[%d]: %s", i, err.Error())
+		if !walked {
+			var err error
+			if in.messages, err = decodeResponsesItems(raw); err != nil {
+				return nil, err
 			}
+		}
+		for _, m := range in.messages {
 			if m.role == "system" || m.role == "developer" {
 				sys = append(sys, m.text)
 			}
-			in.messages = append(in.messages, m)
 		}
 	}
 	in.system = strings.Join(sys, "\n")
 	in.findLive()
 	return in, nil
+}
+
+// decodeResponsesItems decodes a Responses request's array of input items.
+func decodeResponsesItems(raw json.RawMessage) ([]inMessage, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, errBadRequest("input: must be a string or an array of input items")
+	}
+	var out []inMessage
+	for i, r := range items {
+		m, err := parseResponsesItem(r)
+		if err != nil {
+			return nil, errBadRequest("input[%d]: %s", i, err.Error())
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// checkItemRole refuses a message item's role the Responses API lacks.
+func checkItemRole(role string) error {
+	switch role {
+	case "user", "assistant", "system", "developer":
+		return nil
+	}
+	return errString("role must be one of user, assistant, system, developer")
 }
 
 func parseResponsesItem(raw json.RawMessage) (inMessage, error) {
@@ -90,10 +118,8 @@ func parseResponsesItem(raw json.RawMessage) (inMessage, error) {
 	out := inMessage{raw: raw}
 	switch {
 	case it.IsMessage():
-		switch it.Role {
-		case "user", "assistant", "system", "developer":
-		default:
-			return out, errString("role must be one of user, assistant, system, developer")
+		if err := checkItemRole(it.Role); err != nil {
+			return out, err
 		}
 		out.role = it.Role
 		text, nonText, err := contentText(it.Content)

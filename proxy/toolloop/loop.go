@@ -88,13 +88,15 @@ func (r Round) CalledMemory() bool { return hasMemory(r.calls) }
 
 // Offer starts the loop on the first round's request: the memory tools
 // after the harness's, their instruction after its system prompt. It
-// returns the request to send.
+// returns the request to send. body is the proxy's own and valid JSON.
 func Offer(opt Options, body []byte) (*Loop, []byte, error) {
 	proto, err := protocolFor(opt.Dialect)
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := jsonx.ParseObject(body)
+	// The body is the proxy's own (a frame rendered into what parsed as
+	// valid JSON, or a translation), so it is not validated again.
+	o, err := jsonx.ParseValidObject(body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tools: request body: %w", err)
 	}
