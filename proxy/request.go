@@ -119,9 +119,17 @@ func parseInboundWith(d dialect.Dialect, body []byte, skim bool) (*inbound, erro
 	}
 	if d == dialect.AnthropicMessages {
 		if raw, ok := in.fields["system"]; ok && !jsonx.IsNull(raw) {
-			t, _, err := contentText(raw)
-			if err != nil {
-				return nil, errBadRequest("system: must be a string or an array of text blocks")
+			// A coding agent's system prompt runs to tens of kB.
+			var t string
+			walked := false
+			if skim {
+				t, _, _, walked = skimContent(raw)
+			}
+			if !walked {
+				var err error
+				if t, _, err = contentText(raw); err != nil {
+					return nil, errBadRequest("system: must be a string or an array of text blocks")
+				}
 			}
 			sys = append(sys, t)
 		}

@@ -23,9 +23,12 @@ var skimCases = []string{
 	` { "model" : "m" , "messages" : [ { "role" : "user" , "content" : [ { "type" : "image_url" } , { "text" : "t" , "type" : "text" } ] } ] } `,
 	// repeated keys: the last wins, in the body and in a message
 	`{"model":"a","messages":[{"role":"assistant","content":"x","role":"user"}],"model":"b"}`,
+	`{"model":"m","system":[{"type":"text","text":"s1","cache_control":{"type":"ephemeral"}},{"type":"text","text":"s\u00e9"}],"messages":[{"role":"user","content":"q"}]}`,
+	`{"model":"m","system":[{"type":"text","text":5}],"messages":[{"role":"user","content":"q"}]}`,
 	// a string that is not UTF-8, which the decoder reads for the walk
 	"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"bad \xff byte\"}]}",
 	// what the walk leaves to the decoder
+	`{"model":"m","system":[{"type":"text","text":"s1","cache_control":{"type":"ephemeral"}},{"type":"text","text":"s2"}],"messages":[{"ROLE":"user","content":"q"}]}`,
 	`{"model":"m","messages":[{"ROLE":"user","content":"q"}]}`,
 	`{"model":"m","messages":[{"r\u006fle":"user","content":"q"}]}`,
 	`{"m\u006fdel":"m","messages":[{"role":"user","content":"q"}]}`,
@@ -62,10 +65,10 @@ func TestSkimMatchesDecoder(t *testing.T) {
 		t.Fatal("no request bodies under testdata")
 	}
 	bodies = append(bodies, string(agentBody(3)))
-	// The walk reads the first nine itself (and the agent's body), and
-	// gives the next six to the decoder.
-	for i, b := range append(skimCases[:15:15], string(agentBody(3))) {
-		if got, want := walks(dialect.OpenAIChat, []byte(b)), i < 9 || i == 15; got != want {
+	// The walk reads the first eleven itself (and the agent's body), and
+	// gives the next seven to the decoder.
+	for i, b := range append(skimCases[:18:18], string(agentBody(3))) {
+		if got, want := walks(dialect.OpenAIChat, []byte(b)), i < 11 || i == 18; got != want {
 			t.Errorf("%.80s: the walk read it itself: %v, want %v", b, got, want)
 		}
 	}
