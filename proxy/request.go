@@ -252,17 +252,22 @@ func contentText(raw json.RawMessage) (text string, nonText bool, err error) {
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		switch {
-		case isTextPart(p.Type):
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(p.Text)
-		default:
-			nonText = true
-		}
+		nonText = p.join(&b) || nonText
 	}
 	return b.String(), nonText, nil
+}
+
+// join adds the part's text to b (on a line of its own) and reports
+// whether it is a part of another kind.
+func (p contentPart) join(b *strings.Builder) (nonText bool) {
+	if !isTextPart(p.Type) {
+		return true
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString(p.Text)
+	return false
 }
 
 func hasToolResult(raw json.RawMessage) bool {

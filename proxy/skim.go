@@ -67,23 +67,46 @@ func member(k []byte, keys []string, vals [][]byte, v []byte) bool {
 	return true
 }
 
-var messageKeys = []string{"role", "content", "tool_calls"}
+var messageKeys = [3]string{"role", "content", "tool_calls"}
 
 // skimMessages is decodeMessages for a valid messages field, false where
 // the decoder must read it.
 func skimMessages(d dialect.Dialect, raw json.RawMessage) ([]inMessage, bool) {
-	var out []inMessage
-	ok := jsonx.Elements(raw, func(v []byte) bool {
-		m, good := skimMessage(d, v)
-		out = append(out, m)
-		return good
-	})
+	out, ok := skimEach(raw, func(v []byte) (inMessage, bool) { return skimMessage(d, v) })
 	return out, ok && len(out) > 0
 }
 
+// skimEach reads each element of the array raw with read, false when raw
+// is not an array or read gives way on one.
+func skimEach(raw []byte, read func([]byte) (inMessage, bool)) ([]inMessage, bool) {
+	var out []inMessage
+	ok := jsonx.Elements(raw, func(v []byte) bool {
+		m, good := read(v)
+		out = append(out, m)
+		return good
+	})
+	return out, ok
+}
+
+// strings2 decodes each present value of vals into the string dsts[i]
+// points to (nil: left alone), false when one is not a string.
+func stringValues(vals [][]byte, dsts ...*string) bool {
+	for i, dst := range dsts {
+		if dst == nil || vals[i] == nil {
+			continue
+		}
+		s, ok := jsonx.String(vals[i])
+		if !ok {
+			return false
+		}
+		*dst = s
+	}
+	return true
+}
+
 func skimMessage(d dialect.Dialect, raw []byte) (inMessage, bool) {
-	vals := make([][]byte, len(messageKeys))
-	if !jsonx.Members(raw, func(k, v []byte) bool { return member(k, messageKeys, vals, v) }) {
+	var vals [3][]byte // messageKeys
+	if !jsonx.Members(raw, func(k, v []byte) bool { return member(k, messageKeys[:], vals[:], v) }) {
 		return inMessage{}, false
 	}
 	role, ok := jsonx.String(vals[0])
@@ -107,7 +130,7 @@ func skimMessage(d dialect.Dialect, raw []byte) (inMessage, bool) {
 	return out, true
 }
 
-var partKeys = []string{"type", "text"}
+var partKeys = [2]string{"type", "text"}
 
 // skimContent is contentText (and hasToolResult) for a valid content
 // field.
@@ -121,64 +144,34 @@ func skimContent(raw []byte) (text string, nonText, toolResult, ok bool) {
 	}
 	var b strings.Builder
 	ok = jsonx.Elements(raw, func(v []byte) bool {
-		vals := make([][]byte, len(partKeys))
-		if !jsonx.Members(v, func(k, v []byte) bool { return member(k, partKeys, vals, v) }) {
+		var vals [2][]byte // partKeys
+		if !jsonx.Members(v, func(k, v []byte) bool { return member(k, partKeys[:], vals[:], v) }) {
 			return false
 		}
 		var p contentPart
-		for i, dst := range []*string{&p.Type, &p.Text} {
-			if vals[i] == nil {
-				continue
-			}
-			s, good := jsonx.String(vals[i])
-			if !good {
-				return false
-			}
-			*dst = s
+		if !stringValues(vals[:], &p.Type, &p.Text) {
+			return false
 		}
-		switch {
-		case isTextPart(p.Type):
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(p.Text)
-		default:
-			nonText = true
-		}
+		nonText = p.join(&b) || nonText
 		toolResult = toolResult || p.Type == "tool_result"
 		return true
 	})
 	return b.String(), nonText, toolResult, ok
 }
 
-var itemKeys = []string{"type", "role", "content", "call_id"}
+var itemKeys = [4]string{"type", "role", "content", "call_id"}
 
 // skimResponsesItems is decodeResponsesItems for a valid input array.
-func skimResponsesItems(raw []byte) ([]inMessage, bool) {
-	var out []inMessage
-	ok := jsonx.Elements(raw, func(v []byte) bool {
-		m, good := skimResponsesItem(v)
-		out = append(out, m)
-		return good
-	})
-	return out, ok
-}
+func skimResponsesItems(raw []byte) ([]inMessage, bool) { return skimEach(raw, skimResponsesItem) }
 
 func skimResponsesItem(raw []byte) (inMessage, bool) {
-	vals := make([][]byte, len(itemKeys))
-	if !jsonx.Members(raw, func(k, v []byte) bool { return member(k, itemKeys, vals, v) }) {
+	var vals [4][]byte // itemKeys
+	if !jsonx.Members(raw, func(k, v []byte) bool { return member(k, itemKeys[:], vals[:], v) }) {
 		return inMessage{}, false
 	}
 	var it openai.ResponsesInputItem
-	for i, dst := range []*string{&it.Type, &it.Role, nil, &it.CallID} {
-		if dst == nil || vals[i] == nil {
-			continue
-		}
-		s, ok := jsonx.String(vals[i])
-		if !ok {
-			return inMessage{}, false
-		}
-		*dst = s
+	if !stringValues(vals[:], &it.Type, &it.Role, nil, &it.CallID) {
+		return inMessage{}, false
 	}
 	out := inMessage{raw: raw}
 	switch {

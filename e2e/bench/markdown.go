@@ -536,7 +536,7 @@ func (r *Report) loads(m *mdw) {
 // slowest names the sample that is the p99 (nearest rank) of n: "slowest",
 // "2nd slowest"...
 func slowest(n int) string {
-	k := n - int(float64(n)*0.99+0.999999) + 1
+	k := n - rank(n, 0.99)
 	if k <= 1 {
 		return "slowest"
 	}

@@ -27,8 +27,12 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(float64(len(sorted))*p+0.999999) - 1
-	return sorted[max(0, min(len(sorted)-1, i))]
+	return sorted[rank(len(sorted), p)]
+}
+
+// rank is the index Percentile p takes among n sorted samples.
+func rank(n int, p float64) int {
+	return max(0, min(n-1, int(float64(n)*p+0.999999)-1))
 }
 
 // Median is the median of xs (the lower middle for an even count, so the

@@ -3,6 +3,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -27,7 +28,7 @@ func TestMembersElements(t *testing.T) {
 			got = append(got, string(k)+"="+string(v))
 			return true
 		})
-		if ok != (c.members != nil) || (ok && !equal(got, c.members)) {
+		if ok != (c.members != nil) || (ok && !slices.Equal(got, c.members)) {
 			t.Errorf("Members(%s) = %v %q, want %q", c.in, ok, got, c.members)
 		}
 		got = nil
@@ -35,7 +36,7 @@ func TestMembersElements(t *testing.T) {
 			got = append(got, string(v))
 			return true
 		})
-		if ok != (c.elems != nil) || (ok && !equal(got, c.elems)) {
+		if ok != (c.elems != nil) || (ok && !slices.Equal(got, c.elems)) {
 			t.Errorf("Elements(%s) = %v %q, want %q", c.in, ok, got, c.elems)
 		}
 	}
@@ -43,18 +44,6 @@ func TestMembersElements(t *testing.T) {
 	if Members([]byte(`{"a":1,"b":2}`), func(k, v []byte) bool { n++; return false }) || n != 1 {
 		t.Errorf("Members went on after fn said stop (%d calls) or reported the whole walk", n)
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestString(t *testing.T) {
