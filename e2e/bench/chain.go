@@ -52,6 +52,10 @@ type ChainSettle struct {
 	Items  int
 	Took   time.Duration
 	Caught bool // false: it was still behind at the bound and §2 ran beside it
+	// Checkpoint is the CHECKPOINT after it (checkpointGrowth); CheckpointErr
+	// says why there was none.
+	Checkpoint    time.Duration
+	CheckpointErr string
 }
 
 // chainSettleBound is how long the bench waits for the served writer

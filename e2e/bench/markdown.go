@@ -283,6 +283,21 @@ func (r *Report) memPath(m *mdw) {
 		}
 	}
 	m.p("")
+	m.p("Where the slowest turns' time goes: each turn keeps the statements it had out (the same tracer), and the")
+	m.p("turns at or beyond each round's p99 are set beside the round's middle turns (45th to 55th percentile);")
+	m.p("means over the rounds, milliseconds:")
+	m.p("")
+	for _, p := range r.MemPath {
+		if l := tailLine(p.Tail, 3); l != "" {
+			m.p("- %s items: %s.", itemsLabel(p.Items), l)
+		}
+		if p3, ok := at(r.MemPathV3, p.Items); ok {
+			if l := tailLine(p3.Tail, 3); l != "" {
+				m.p("- %s items, v3: %s.", itemsLabel(p.Items), l)
+			}
+		}
+	}
+	m.p("")
 	r.pooled(m)
 }
 

@@ -27,6 +27,8 @@ type MemPathResult struct {
 	// Statements is where a turn's database time goes (mean per turn, as
 	// the client sees it).
 	Statements []Stmt
+	// Tail is where the slowest turns' time goes (tail.go).
+	Tail Tail
 }
 
 // FrameCandidates is how many candidates a frame reads and prices at most
@@ -54,12 +56,13 @@ func newMemPath(ctx context.Context, k *kit, dbURL string) (*memPath, error) {
 
 func (mp *memPath) close() { mp.db.Close() }
 
-func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u int64) (capture, frame time.Duration, err error) {
+func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u int64) (turnTrace, error) {
+	var err error
 	user := t.Users[u-1]
 	conv, ok := mp.convs[user]
 	if !ok {
 		if conv, err = k.db.EnsureConversation(ctx, t.ID, user, "h:bench-memory-path", "memory path"); err != nil {
-			return 0, 0, err
+			return turnTrace{}, err
 		}
 		mp.convs[user] = conv
 	}
@@ -71,18 +74,18 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 	// As serving does (proxy captureAndFrame): the frame is built beside
 	// the capture, and the turn ends when both have.
 	t0 := time.Now()
-	var took time.Duration
+	var capEnd time.Time
 	_, _, err = mp.eng.FrameBeside(ctx, memory.FrameQuery{Who: who, Live: text, Now: time.Now()}, func() (store.Captured, error) {
 		c, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user]})
-		took = time.Since(t0)
+		capEnd = time.Now()
 		return c, err
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("memory path: %w", err)
+		return turnTrace{}, fmt.Errorf("memory path: %w", err)
 	}
-	total := time.Since(t0)
+	end := time.Now()
 	mp.pos[user] += 2
-	return took, total - took, nil
+	return traceTurn(t0, capEnd, end, mp.tr.take()), nil
 }
 
 func runMemPath(ctx context.Context, mp *memPath, k *kit, t *Tenant, lr liveRequests, bodies []string, cfg Config, lg *logger) (*MemPathResult, error) {
@@ -107,12 +110,16 @@ type memSide struct {
 func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, bodies []string, cfg Config, lg *logger) ([]MemPathResult, error) {
 	// The first turn catches each engine's arena up with the growth.
 	for _, s := range sides {
-		if _, _, err := s.mp.turn(ctx, k, s.t, lr.text[0], lr.user[0]); err != nil {
+		if _, err := s.mp.turn(ctx, k, s.t, lr.text[0], lr.user[0]); err != nil {
 			return nil, err
 		}
 		s.mp.tr.reset()
+		s.mp.tr.keepSpans()
 	}
-	type samples struct{ caps, frames, totals [][]time.Duration }
+	type samples struct {
+		caps, frames, totals [][]time.Duration
+		traces               [][]turnTrace
+	}
 	got := make([]samples, len(sides))
 	var counts [][]time.Duration
 	i := 1
@@ -121,6 +128,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		c := make([][]time.Duration, len(sides))
 		f := make([][]time.Duration, len(sides))
 		tt := make([][]time.Duration, len(sides))
+		tr := make([][]turnTrace, len(sides))
 		for range cfg.MemPathTurns {
 			k1 := i % len(lr.text)
 			i++
@@ -132,15 +140,17 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 				for _, o := range sides {
 					o.mp.eng.WaitReheats()
 				}
-				dc, df, err := s.mp.turn(ctx, k, s.t, lr.text[k1], lr.user[k1])
+				got, err := s.mp.turn(ctx, k, s.t, lr.text[k1], lr.user[k1])
 				if err != nil {
 					return nil, err
 				}
-				c[x], f[x], tt[x] = append(c[x], dc), append(f[x], df), append(tt[x], dc+df)
+				c[x], f[x], tt[x] = append(c[x], got.capture), append(f[x], got.total-got.capture), append(tt[x], got.total)
+				tr[x] = append(tr[x], got)
 			}
 		}
 		for x := range sides {
 			got[x].caps, got[x].frames, got[x].totals = append(got[x].caps, c[x]), append(got[x].frames, f[x]), append(got[x].totals, tt[x])
+			got[x].traces = append(got[x].traces, tr[x])
 		}
 		var cs []time.Duration
 		for range 5 {
@@ -156,7 +166,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 	for x, s := range sides {
 		out[x] = MemPathResult{Items: s.t.Items, Dict: s.t.Dict, Users: len(s.t.Users),
 			Capture: Fold(got[x].caps), Frame: Fold(got[x].frames), Total: Fold(got[x].totals),
-			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.MemPathTurns)}
+			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.MemPathTurns), Tail: tailOf(got[x].traces)}
 	}
 	return out, nil
 }

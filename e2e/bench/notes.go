@@ -98,6 +98,9 @@ func (r *Report) notes(m *mdw) {
 				m.p("statements in one batch, then COMMIT once they all succeeded. The frame's read and its scan go out beside")
 				m.p("the capture (memory/beside.go); the frame scans again if its read brought more than the arena held.")
 			}
+			if l := tailLine(mp.Tail, 3); l != "" {
+				m.p("Its p99 is %s ms: %s.", ms(mp.Total.P99), l)
+			}
 		}
 		if pl != nil && r.Pass != nil {
 			m.p("The pipeline adds %s ms at p50 over calling the provider directly: the memory path, plus what every", ms(pl.Added50))

@@ -54,7 +54,8 @@ func TestSmokeRun(t *testing.T) {
 		"## 6. Throughput", "| full pipeline (recall and capture on) |",
 		"The chain graph's writer ran beside every capture",
 		"## 8. Chain graph writer", "| from scratch (watermark 0) | ", "| restart (at the watermark) | ", "restart / from scratch **",
-		"the served chain writer",
+		"the served chain writer", "then for a CHECKPOINT",
+		"slowest turns (each round's p99 and beyond) took",
 		"## Setup",
 	} {
 		if !strings.Contains(doc, want) {

@@ -26,6 +26,10 @@ type stmtTracer struct {
 	// and splitting its text) cost a capture of fourteen statements about
 	// 60 µs of the time it measured.
 	names sync.Map // SQL -> name
+	// spans, while keep is set, is every round trip since the last take,
+	// for the memory path's per-turn traces (tail.go).
+	keep  bool
+	spans []span
 }
 
 type traceStart struct{}
@@ -75,12 +79,16 @@ func (t *stmtTracer) add(ctx context.Context) {
 	if !ok {
 		return
 	}
-	d, name := time.Since(s.at), s.name
+	end := time.Now()
+	d, name := end.Sub(s.at), s.name
 	if s.batch != nil && len(*s.batch) > 0 {
 		name = "batch: " + strings.Join(*s.batch, ", ")
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.keep {
+		t.spans = append(t.spans, span{name: name, start: s.at, end: end})
+	}
 	if _, seen := t.sum[name]; !seen {
 		t.order = append(t.order, name)
 	}
@@ -103,6 +111,23 @@ func (t *stmtTracer) reset() {
 	clear(t.sum)
 	clear(t.count)
 	t.order = nil
+	t.spans = t.spans[:0]
+}
+
+// keepSpans starts keeping each round trip's span (take returns them).
+func (t *stmtTracer) keepSpans() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.keep = true
+}
+
+// take returns the spans kept since the last take and forgets them.
+func (t *stmtTracer) take() []span {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.spans
+	t.spans = nil
+	return out
 }
 
 // Stmt is one statement kind's share of a repeated operation.
