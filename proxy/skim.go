@@ -88,7 +88,7 @@ func skimEach(raw []byte, read func([]byte) (inMessage, bool)) ([]inMessage, boo
 	return out, ok
 }
 
-// strings2 decodes each present value of vals into the string dsts[i]
+// stringValues decodes each present value of vals into the string dsts[i]
 // points to (nil: left alone), false when one is not a string.
 func stringValues(vals [][]byte, dsts ...*string) bool {
 	for i, dst := range dsts {

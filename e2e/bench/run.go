@@ -464,7 +464,7 @@ func (r *runner) settleChain(ctx context.Context, t *Tenant, tenant string, n in
 func checkpointGrowth(ctx context.Context, dbURL string) (time.Duration, error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: %w", err)
+		return 0, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	t0 := time.Now()

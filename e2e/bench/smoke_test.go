@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/perpetuity/perpetuity/e2e/lab"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
@@ -54,13 +56,32 @@ func TestSmokeRun(t *testing.T) {
 		"## 6. Throughput", "| full pipeline (recall and capture on) |",
 		"The chain graph's writer ran beside every capture",
 		"## 8. Chain graph writer", "| from scratch (watermark 0) | ", "| restart (at the watermark) | ", "restart / from scratch **",
-		"the served chain writer", "then for a CHECKPOINT",
+		"the served chain writer",
 		"slowest turns (each round's p99 and beyond) took",
 		"## Setup",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	// Each growth's checkpoint ran where the role may take one, and the
+	// report says why not where it may not.
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var may bool
+	if err := conn.QueryRow(ctx, `SELECT rolsuper OR pg_has_role(current_user, 'pg_checkpoint', 'MEMBER')
+		FROM pg_roles WHERE rolname = current_user`).Scan(&may); err != nil {
+		t.Fatal(err)
+	}
+	took := regexp.MustCompile(`, checkpoint [0-9.]+[µm]?s[;.]`)
+	switch {
+	case may && (strings.Contains(doc, "(no checkpoint:") || !took.MatchString(doc)):
+		t.Errorf("the role may checkpoint, but the Setup section has no checkpoint after a growth")
+	case !may && !strings.Contains(doc, "(no checkpoint: CHECKPOINT (it needs a superuser or pg_checkpoint)"):
+		t.Errorf("the role may not checkpoint, and the Setup section does not say so")
 	}
 	// The chart the markdown embeds is beside it, and is XML.
 	svg, err := os.ReadFile(filepath.Join(filepath.Dir(out), "BENCHMARKS-cost.svg"))

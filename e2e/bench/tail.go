@@ -91,7 +91,7 @@ func tailOf(rounds [][]turnTrace) Tail {
 	}
 	t := Tail{Slow: meanTurn(slow), Middle: meanTurn(middle)}
 	names := map[string]bool{}
-	for _, tt := range append(slices.Clip(slow), middle...) {
+	for _, tt := range slices.Concat(slow, middle) {
 		for n := range tt.stmts {
 			names[n] = true
 		}
