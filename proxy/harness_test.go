@@ -108,10 +108,10 @@ func (d *fakeDirectory) EnsureConversation(_ context.Context, _, _ int64, ext, _
 	return id, nil
 }
 
-func (d *fakeDirectory) RecordRequest(_ context.Context, r store.RequestRecord) error {
+func (d *fakeDirectory) RecordRequests(_ context.Context, recs []store.RequestRecord) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.records = append(d.records, r)
+	d.records = append(d.records, recs...)
 	return nil
 }
 

@@ -25,7 +25,8 @@ type Directory interface {
 	EnsureUserForKey(ctx context.Context, tenantID, keyID int64, name string, perDay int) (int64, error)
 	EnsureConversation(ctx context.Context, tenantID, userID int64, extKey, title string) (int64, error)
 	FindConversation(ctx context.Context, tenantID, userID int64, extKey string) (int64, error)
-	RecordRequest(ctx context.Context, r store.RequestRecord) error
+	// RecordRequests stores request records, whole or not at all (records.go).
+	RecordRequests(ctx context.Context, recs []store.RequestRecord) error
 	TouchKey(ctx context.Context, tenantID, keyID int64) error
 }
 

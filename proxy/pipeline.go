@@ -359,13 +359,14 @@ func responseStatus(c echo.Context, err error) int {
 // process, so concurrent requests do not all delete the same rows.
 const pruneInterval = time.Minute
 
-// record keeps the request's figures for the console, off the client's
-// context: it runs after the reply went out.
+// record keeps the request's figures for the console, in the next batch
+// of records (records.go): it runs after the reply went out.
 func (p *Proxy) record(t *turn, r reply, status int) {
 	rec := store.RequestRecord{
 		TenantID: t.who.TenantID, RequestID: t.rid, UserID: t.who.UserID, KeyID: t.keyID, Dialect: t.in.dialect.String(),
 		Provider: t.up.provider, Model: t.in.model, Status: status, Streamed: t.in.stream,
 		TokensIn: r.usage.in, TokensOut: r.usage.out, DurationMS: float64(time.Since(t.start).Microseconds()) / 1000,
+		At: time.Now(),
 	}
 	if t.frame != nil {
 		rec.FrameItems, rec.FrameTokens = t.frame.Items, t.frame.Tokens
@@ -374,9 +375,5 @@ func (p *Proxy) record(t *turn, r reply, status int) {
 	if p.inspects(t) {
 		rec.Inspection = t.inspection(r)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
-	defer cancel()
-	if err := p.dir.RecordRequest(ctx, rec); err != nil {
-		p.log.Warn("record request failed", "request_id", t.rid, "err", err)
-	}
+	p.records.add(rec)
 }

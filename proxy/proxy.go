@@ -109,6 +109,7 @@ type Proxy struct {
 	keys    *keyCache
 	convs   *convCache
 	limits  *limits.Limiter
+	records *recordBatcher
 	touched *every // by key id: its "last used" write
 	pruned  *every // by tenant id: the inspector's prune of expired records
 
@@ -123,8 +124,10 @@ type Proxy struct {
 // next request rather than within the cache's TTL.
 func (p *Proxy) ForgetKey(keyID int64) { p.keys.forget(keyID) }
 
-// Drain waits for reply captures still in flight, for a clean shutdown.
+// Drain waits for reply captures still in flight and writes the request
+// records waiting for their batch, for a clean shutdown.
 func (p *Proxy) Drain(ctx context.Context) error {
+	p.records.flushNow()
 	done := make(chan struct{})
 	go func() { p.after.Wait(); close(done) }()
 	select {
@@ -153,6 +156,7 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), convs: newConvCache()}
 	// Background refreshes of the key and limit caches are tracked with the
 	// reply captures, so Drain waits for them too.
+	p.records = newRecordBatcher(dir.RecordRequests, &p.after, cfg.CaptureTimeout, log)
 	p.keys = newKeyCache(keyCacheTTL, p.background)
 	p.limits = limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log, p.background)
 	return p

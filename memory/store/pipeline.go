@@ -38,11 +38,6 @@ func (db *DB) derivedPipeline(ctx context.Context, tenantID int64, queue func(b 
 }
 
 func (db *DB) pipeline(ctx context.Context, tenantID int64, snapshot bool, tenantSQL string, queue func(b *pgx.Batch)) error {
-	conn, err := db.Pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("acquire connection: %w", err)
-	}
-	defer conn.Release()
 	b := &pgx.Batch{}
 	if snapshot {
 		b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
@@ -52,6 +47,16 @@ func (db *DB) pipeline(ctx context.Context, tenantID int64, snapshot bool, tenan
 	if snapshot {
 		b.Queue(`COMMIT`)
 	}
+	return db.sendBatch(ctx, b)
+}
+
+// sendBatch sends b in one round trip on a pooled connection.
+func (db *DB) sendBatch(ctx context.Context, b *pgx.Batch) error {
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire connection: %w", err)
+	}
+	defer conn.Release()
 	err = conn.SendBatch(ctx, b).Close()
 	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
 		// A failed statement skips the rest of the batch, COMMIT included;

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -28,6 +29,10 @@ type RequestRecord struct {
 	FrameItems  int
 	FrameTokens int
 	DurationMS  float64
+	// At is when the request ended; zero is when the record is written.
+	// The proxy writes its records in batches, a transaction's now()
+	// for several requests, so it sets it.
+	At time.Time
 	// Inspection, when set with a positive InspectRetention, is kept for
 	// the request inspector, in the same statement as the figures.
 	Inspection       *Inspection
@@ -39,38 +44,40 @@ type RequestRecord struct {
 	PruneInspections bool
 }
 
+// insertRequestSQL writes the figures; every record statement starts with
+// the same fourteen arguments and the time ($15, NULL for now()).
 const insertRequestSQL = `INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
-		tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))`
+		tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id, at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0), coalesce($15::timestamptz, now()))`
 
 // insertInspectedSQL writes the figures, the inspection with its items
-// ($16, $17), the index rows of its other users' items ($21, $22;
-// migration 000025) and (when $19) prunes the tenant's expired records:
+// ($17, $18), the index rows of its other users' items ($22, $23;
+// migration 000025) and (when $20) prunes the tenant's expired records:
 // one round trip, so that the inspector costs the path after the reply
 // (already off the client's) no more than one row. The prune walks
 // request_inspections_at from its oldest end and stops at the first
 // record still kept.
 const insertInspectedSQL = `WITH r AS (
 		INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
-			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))
+			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0), coalesce($15::timestamptz, now()))
 		RETURNING id, at),
 	ins AS (
 		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record, question, item_ids, item_shown)
-		SELECT $1, r.id, $3, r.at, $15::text, $20, $16::bigint[], $17::boolean[] FROM r
+		SELECT $1, r.id, $3, r.at, $16::text, $21, $17::bigint[], $18::boolean[] FROM r
 		RETURNING request_id),
 	idx AS (
 		INSERT INTO request_inspection_items (tenant_id, item_id, request_id, shown)
-		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($21::bigint[], $22::boolean[]) AS x(item_id, shown))
-	DELETE FROM request_inspections WHERE $19::boolean AND tenant_id = $1 AND at < now() - make_interval(secs => $18::double precision)`
+		SELECT $1, x.item_id, ins.request_id, x.shown FROM ins, unnest($22::bigint[], $23::boolean[]) AS x(item_id, shown))
+	DELETE FROM request_inspections WHERE $20::boolean AND tenant_id = $1 AND at < now() - make_interval(secs => $19::double precision)`
 
 // insertPrunedSQL writes the figures and prunes, keeping no record.
 const insertPrunedSQL = `WITH r AS (
 		INSERT INTO requests (tenant_id, request_id, user_id, dialect, provider, model, status, streamed,
-			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0))
+			tokens_in, tokens_out, frame_items, frame_tokens, duration_ms, key_id, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, nullif($14::bigint, 0), coalesce($15::timestamptz, now()))
 		RETURNING id)
-	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $15::double precision)`
+	DELETE FROM request_inspections WHERE tenant_id = $1 AND at < now() - make_interval(secs => $16::double precision)`
 
 // lz4SQL has the record's transaction compress what it moves out of line
 // (an inspection: tens of kB of JSON) with lz4 rather than the default
@@ -82,29 +89,35 @@ const insertPrunedSQL = `WITH r AS (
 const lz4SQL = `SELECT set_config('default_toast_compression', 'lz4', true)`
 
 // RecordRequest stores one request's figures, and its inspection when
-// there is one to keep: one statement, sent with the tenant setting in
-// one round trip (its implicit transaction commits with it).
+// there is one to keep (RecordRequests).
 func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
-	args := []any{r.TenantID, r.RequestID, r.UserID, r.Dialect, r.Provider, r.Model,
-		r.Status, r.Streamed, r.TokensIn, r.TokensOut, r.FrameItems, r.FrameTokens, r.DurationMS, r.KeyID}
-	q, lz4 := insertRequestSQL, false
-	if r.Inspection != nil && r.InspectRetention > 0 {
-		doc, err := json.Marshal(r.Inspection)
-		if err != nil {
-			return fmt.Errorf("record request: inspection: %w", err)
-		}
-		ids, shown, others, othersShown := r.Inspection.index(r.UserID)
-		q, lz4 = insertInspectedSQL, true
-		args = append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections, r.Inspection.Question,
-			others, othersShown)
-	} else if r.PruneInspections {
-		q = insertPrunedSQL
-		args = append(args, max(r.InspectRetention, 0).Seconds())
+	return db.RecordRequests(ctx, []RequestRecord{r})
+}
+
+// RecordRequests stores requests' figures, and their inspections where
+// there are any to keep: one statement each, every one after its tenant
+// setting, all in one round trip and one implicit transaction, so a
+// batch is kept whole or not at all. The proxy batches its records
+// (proxy/records.go): each record on its own cost the database a
+// transaction beside the next request's work.
+func (db *DB) RecordRequests(ctx context.Context, recs []RequestRecord) error {
+	if len(recs) == 0 {
+		return nil
 	}
-	err := db.recordBatch(ctx, r.TenantID, lz4, q, args)
+	qs, args := make([]string, len(recs)), make([][]any, len(recs))
+	lz4 := false
+	for i, r := range recs {
+		var err error
+		var inspected bool
+		if qs[i], args[i], inspected, err = recordStatement(r); err != nil {
+			return fmt.Errorf("record request %s: %w", r.RequestID, err)
+		}
+		lz4 = lz4 || inspected
+	}
+	err := db.recordBatch(ctx, recs, lz4, qs, args)
 	var pe *pgconn.PgError
 	if lz4 && errors.As(err, &pe) && pe.Code == pgerrcode.InvalidParameterValue {
-		err = db.recordBatch(ctx, r.TenantID, false, q, args)
+		err = db.recordBatch(ctx, recs, false, qs, args)
 	}
 	if err != nil {
 		return fmt.Errorf("record request: %w", err)
@@ -112,11 +125,37 @@ func (db *DB) RecordRequest(ctx context.Context, r RequestRecord) error {
 	return nil
 }
 
-func (db *DB) recordBatch(ctx context.Context, tenantID int64, lz4 bool, q string, args []any) error {
-	return db.hotPipeline(ctx, tenantID, func(b *pgx.Batch) {
-		if lz4 {
-			b.Queue(lz4SQL)
+// recordStatement is the statement that stores r, its arguments, and
+// whether it keeps an inspection (which is compressed with lz4).
+func recordStatement(r RequestRecord) (string, []any, bool, error) {
+	args := []any{r.TenantID, r.RequestID, r.UserID, r.Dialect, r.Provider, r.Model,
+		r.Status, r.Streamed, r.TokensIn, r.TokensOut, r.FrameItems, r.FrameTokens, r.DurationMS, r.KeyID, nil}
+	if !r.At.IsZero() {
+		args[14] = r.At
+	}
+	switch {
+	case r.Inspection != nil && r.InspectRetention > 0:
+		doc, err := json.Marshal(r.Inspection)
+		if err != nil {
+			return "", nil, false, fmt.Errorf("inspection: %w", err)
 		}
-		b.Queue(q, args...)
-	})
+		ids, shown, others, othersShown := r.Inspection.index(r.UserID)
+		return insertInspectedSQL, append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections,
+			r.Inspection.Question, others, othersShown), true, nil
+	case r.PruneInspections:
+		return insertPrunedSQL, append(args, max(r.InspectRetention, 0).Seconds()), false, nil
+	}
+	return insertRequestSQL, args, false, nil
+}
+
+func (db *DB) recordBatch(ctx context.Context, recs []RequestRecord, lz4 bool, qs []string, args [][]any) error {
+	b := &pgx.Batch{}
+	if lz4 {
+		b.Queue(lz4SQL)
+	}
+	for i, r := range recs {
+		b.Queue(setTenantGenericSQL, strconv.FormatInt(r.TenantID, 10))
+		b.Queue(qs[i], args[i]...)
+	}
+	return db.sendBatch(ctx, b)
 }

@@ -45,8 +45,8 @@ func (panicDirectory) FindConversation(context.Context, int64, int64, string) (i
 func (panicDirectory) EnsureConversation(context.Context, int64, int64, string, string) (int64, error) {
 	return 0, nil
 }
-func (panicDirectory) RecordRequest(context.Context, store.RequestRecord) error { return nil }
-func (panicDirectory) TouchKey(context.Context, int64, int64) error             { return nil }
+func (panicDirectory) RecordRequests(context.Context, []store.RequestRecord) error { return nil }
+func (panicDirectory) TouchKey(context.Context, int64, int64) error                { return nil }
 
 // lockedWriter collects a log stream.
 type lockedWriter struct {
