@@ -127,7 +127,9 @@ func (p *Proxy) ForgetKey(keyID int64) { p.keys.forget(keyID) }
 // Drain waits for reply captures still in flight and writes the request
 // records waiting for their batch, for a clean shutdown.
 func (p *Proxy) Drain(ctx context.Context) error {
-	p.records.flushNow()
+	// The batch holds a count on p.after until written, so the wait below
+	// bounds this write by ctx too.
+	go p.records.flushNow()
 	done := make(chan struct{})
 	go func() { p.after.Wait(); close(done) }()
 	select {

@@ -51,16 +51,17 @@ func (r *Report) notes(m *mdw) {
 		}
 		m.p("For a stream the first event arrives %s ms later at p50, against %s ms for the plain hop.",
 			ms(p.TTFB.Added50), ms(p.HopTTFB.Added50))
-		m.p("After the reply each request also commits its request record (p50 %s ms), on the same cores and", ms(rec.P50))
-		m.p("through the same connection pool (%d connections, the server's default for this machine): that is what the", p.PoolConns)
-		m.p("p99 carries. At %d concurrent conversations the database work per request bounds the rate", p.Concurrency)
+		m.p("The request records (one alone costs %s ms at p50) are written after the replies in batches, one", ms(rec.P50))
+		m.p("transaction every 250 ms or 256 records (proxy/records.go), on the same cores and through the same")
+		m.p("connection pool (%d connections, the server's default for this machine): a batch falls beside a request", p.PoolConns)
+		m.p("now and then, where each record on its own fell beside the next request.")
+		m.p("At %d concurrent conversations the client, the server and the fake provider share the two cores", p.Concurrency)
 		if t := r.Throughput; t != nil && t.Base.Rate > 0 {
 			m.p("(the pass-through path sustains %.0f requests/s, §6), so requests wait in line: %s ms added at p50.", t.Base.Rate, ms(p.CMany.Added50))
 		} else {
 			m.p("and requests wait in line: %s ms added at p50.", ms(p.CMany.Added50))
 		}
 		m.p("A bare round trip costs %s ms here.", ms(trip.P50))
-		m.p("Writing request records in batches would take the last database write off the request's path.")
 		m.p("")
 	}
 	if p := r.Pass; p != nil && has("chunk") {
@@ -107,7 +108,8 @@ func (r *Report) notes(m *mdw) {
 			m.p("request with memory pays for its conversation lookup (%s ms, §1), the second",
 				ms(r.Pass.Component("conv").P50))
 			m.p("hop, and the previous reply's capture (a second capture per request, which takes the tenant's head lock")
-			m.p("the next live capture waits for) and request record, all after each response on the same cores.")
+			m.p("the next live capture waits for), all after each response on the same cores, and the batches of")
+			m.p("request records (with the inspector's record of each frame, §1).")
 		}
 		if c := r.Capture; c != nil && mp != nil && mp.Capture.P50 > 2*c.Capture.P50 {
 			m.p("Capture into the 250k tenant (%s ms) is %.1fx a capture into the small tenant of §3 (%s ms): its cost",

@@ -229,15 +229,15 @@ func newBreakdown(ctx context.Context, db *store.DB, t *Tenant) (*breakdown, err
 		{"floor", "commit floor", "the cheapest durable commit: one row rewritten unchanged, then COMMIT (waits for the WAL flush)", func() error {
 			return commitFloor(ctx, db, t)
 		}},
-		{"key", "key lookup", "store.ResolveKey, on every request (proxy/identity.go resolveIdentity)", func() error {
+		{"key", "key lookup", "store.ResolveKey, on a key's first request and in the background once its cached copy is 1 s old (proxy/identity.go resolveIdentity)", func() error {
 			_, err := db.ResolveKey(ctx, t.Keys[0])
 			return err
 		}},
-		{"conv", "conversation upsert", "store.EnsureConversation, on every request (proxy/pipeline.go): a write and a commit even when the conversation exists", func() error {
+		{"conv", "conversation upsert", "store.EnsureConversation of a conversation that exists, one read; a request with memory asks it when its conversation is not in the process's cache (proxy/users.go)", func() error {
 			_, err := db.EnsureConversation(ctx, t.ID, t.Users[0], "h:bench-breakdown", "breakdown")
 			return err
 		}},
-		{"record", "request record", "store.RecordRequest, after the reply (off the response path, but on the same cores)", func() error {
+		{"record", "request record", "store.RecordRequest, one record alone; the proxy writes them after the reply in batches, every 250 ms or 256 records (proxy/records.go)", func() error {
 			return db.RecordRequest(ctx, store.RequestRecord{TenantID: t.ID, RequestID: "req_bench", UserID: t.Users[0],
 				Dialect: "openai-chat", Provider: "openai", Model: "gpt-4o-mini", Status: 200})
 		}},
