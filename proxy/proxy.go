@@ -156,9 +156,9 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 	p := &Proxy{cutCtx: cutCtx, cutNow: cutNow, cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
 		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), convs: newConvCache()}
+	p.records = newRecordBatcher(dir.RecordRequests, &p.after, cfg.CaptureTimeout, log)
 	// Background refreshes of the key and limit caches are tracked with the
 	// reply captures, so Drain waits for them too.
-	p.records = newRecordBatcher(dir.RecordRequests, &p.after, cfg.CaptureTimeout, log)
 	p.keys = newKeyCache(keyCacheTTL, p.background)
 	p.limits = limits.New(cfg.Limits, store.Limits{RequestsPerMinute: cfg.KeyRPM, TokensPerMinute: cfg.KeyTPM}, time.Now, log, p.background)
 	return p
