@@ -22,6 +22,13 @@ import (
 // console at most recordWait later, with the time its request ended; a
 // process killed loses the batch waiting (a request's figures, never
 // its turns: those are captured before and after the reply).
+//
+// A record that keeps the inspector's copy of a frame is written at once,
+// alone, as before: a purge or redaction removes the records that quote
+// what it erases, and one written 250 ms after the reply could come in
+// after such a purge and keep the text. The full pipeline, whose records
+// these are, did not move when they were batched (the database's CPU per
+// record is the cost, not its transaction).
 const (
 	recordWait     = 250 * time.Millisecond
 	recordBatchMax = 256
@@ -49,8 +56,14 @@ func newRecordBatcher(write func(context.Context, []store.RequestRecord) error, 
 	return &recordBatcher{write: write, track: track, timeout: timeout, log: log, wait: recordWait, max: recordBatchMax}
 }
 
-// add queues r; the caller's goroutine writes the batch when r fills it.
+// add queues r; the caller's goroutine writes the batch when r fills it,
+// and r alone when it quotes memory.
 func (w *recordBatcher) add(r store.RequestRecord) {
+	if r.Inspection != nil {
+		w.track.Add(1)
+		w.writeBatch([]store.RequestRecord{r})
+		return
+	}
 	w.mu.Lock()
 	w.pending = append(w.pending, r)
 	gen := w.gen
@@ -84,8 +97,12 @@ func (w *recordBatcher) flush(gen uint64) {
 	w.pending, w.gen = nil, w.gen+1
 	w.timer.Stop()
 	w.mu.Unlock()
-	defer w.track.Done()
+	w.writeBatch(batch)
+}
 
+// writeBatch writes batch and releases its count on track.
+func (w *recordBatcher) writeBatch(batch []store.RequestRecord) {
+	defer w.track.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	defer cancel()
 	err := w.write(ctx, batch)

@@ -62,7 +62,7 @@ func records(prefix string, n int) []store.RequestRecord {
 
 // TestRecordBatcher: records wait for their batch's time or its size,
 // whichever comes first, and are written in order, once; a shutdown
-// writes what waits; a record the database refuses costs only itself;
+// writes what waits; one that quotes memory does not wait; a record the database refuses costs only itself;
 // a database that is gone is not asked again per record.
 func TestRecordBatcher(t *testing.T) {
 	t.Parallel()
@@ -98,6 +98,21 @@ func TestRecordBatcher(t *testing.T) {
 			wg.Wait()
 		},
 		want: [][]string{{"r0", "r1", "r2", "r3"}, {"r4"}},
+	}, {
+		name: "a record quoting memory is written at once, alone",
+		run: func(t *testing.T, w *recordBatcher, s *batchStore, wg *sync.WaitGroup) {
+			w.wait = time.Hour
+			for _, r := range records("r", 2) {
+				w.add(r)
+			}
+			w.add(store.RequestRecord{TenantID: 1, RequestID: "quoting", Inspection: &store.Inspection{Question: "q"}})
+			if got := s.written(); len(got) != 1 {
+				t.Errorf("after the quoting record, %d batches written, want it alone", len(got))
+			}
+			w.flushNow()
+			wg.Wait()
+		},
+		want: [][]string{{"quoting"}, {"r0", "r1"}},
 	}, {
 		name: "a refused record costs only itself",
 		run: func(t *testing.T, w *recordBatcher, s *batchStore, wg *sync.WaitGroup) {

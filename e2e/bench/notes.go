@@ -51,7 +51,7 @@ func (r *Report) notes(m *mdw) {
 		}
 		m.p("For a stream the first event arrives %s ms later at p50, against %s ms for the plain hop.",
 			ms(p.TTFB.Added50), ms(p.HopTTFB.Added50))
-		m.p("The request records (one alone costs %s ms at p50) are written after the replies in batches, one", ms(rec.P50))
+		m.p("The request records of figures alone (one costs %s ms at p50) are written after the replies in batches, one", ms(rec.P50))
 		m.p("transaction every 250 ms or 256 records (proxy/records.go), on the same cores and through the same")
 		m.p("connection pool (%d connections, the server's default for this machine): a batch falls beside a request", p.PoolConns)
 		m.p("now and then, where each record on its own fell beside the next request.")
@@ -108,8 +108,9 @@ func (r *Report) notes(m *mdw) {
 			m.p("request with memory pays for its conversation lookup (%s ms, §1), the second",
 				ms(r.Pass.Component("conv").P50))
 			m.p("hop, and the previous reply's capture (a second capture per request, which takes the tenant's head lock")
-			m.p("the next live capture waits for), all after each response on the same cores, and the batches of")
-			m.p("request records (with the inspector's record of each frame, §1).")
+			m.p("the next live capture waits for) and request record (with the inspector's copy of the frame, written")
+			m.p("at once rather than batched, so that a purge finds it: proxy/records.go), all after each response on")
+			m.p("the same cores.")
 		}
 		if c := r.Capture; c != nil && mp != nil && mp.Capture.P50 > 2*c.Capture.P50 {
 			m.p("Capture into the 250k tenant (%s ms) is %.1fx a capture into the small tenant of §3 (%s ms): its cost",

@@ -237,7 +237,7 @@ func newBreakdown(ctx context.Context, db *store.DB, t *Tenant) (*breakdown, err
 			_, err := db.EnsureConversation(ctx, t.ID, t.Users[0], "h:bench-breakdown", "breakdown")
 			return err
 		}},
-		{"record", "request record", "store.RecordRequest, one record alone; the proxy writes them after the reply in batches, every 250 ms or 256 records (proxy/records.go)", func() error {
+		{"record", "request record", "store.RecordRequest, one record of figures alone; the proxy writes such records after the reply in batches, every 250 ms or 256 records (proxy/records.go)", func() error {
 			return db.RecordRequest(ctx, store.RequestRecord{TenantID: t.ID, RequestID: "req_bench", UserID: t.Users[0],
 				Dialect: "openai-chat", Provider: "openai", Model: "gpt-4o-mini", Status: 200})
 		}},
