@@ -56,11 +56,10 @@ func newRecordBatcher(write func(context.Context, []store.RequestRecord) error, 
 	return &recordBatcher{write: write, track: track, timeout: timeout, log: log, wait: recordWait, max: recordBatchMax}
 }
 
-// add queues r; the caller's goroutine writes the batch when r fills it,
-// and r alone when it quotes memory.
+// add queues r; the caller's goroutine (one the proxy's Drain waits for)
+// writes the batch when r fills it, and r alone when it quotes memory.
 func (w *recordBatcher) add(r store.RequestRecord) {
 	if r.Inspection != nil {
-		w.track.Add(1)
 		w.writeBatch([]store.RequestRecord{r})
 		return
 	}
@@ -97,12 +96,13 @@ func (w *recordBatcher) flush(gen uint64) {
 	w.pending, w.gen = nil, w.gen+1
 	w.timer.Stop()
 	w.mu.Unlock()
+	defer w.track.Done()
 	w.writeBatch(batch)
 }
 
-// writeBatch writes batch and releases its count on track.
+// writeBatch writes batch, and its records one by one when the database
+// refused one of them.
 func (w *recordBatcher) writeBatch(batch []store.RequestRecord) {
-	defer w.track.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	defer cancel()
 	err := w.write(ctx, batch)
