@@ -151,10 +151,20 @@ func (d *driver) setUpTenant(ctx context.Context, owner *pgxpool.Pool, tn *tenan
 		return fmt.Errorf("start integrity check: %d %v", p.status, err)
 	}
 	at := time.Now().Add(-90 * 24 * time.Hour).UTC()
-	body, _ := json.Marshal(importLine{Conversation: "shared-conv-1", Title: "Vault notes " + tn.canary, User: "bob", Turns: []importTurn{
+	// Bob's notes run longer than the tool requests' 80-token frame can
+	// show, so a memory_chain around one of them always has turns to
+	// bring that the frame did not.
+	turns := []importTurn{
 		{Role: "user", Speaker: "Keeper " + tn.canary, Text: "The vault code for project Heron is " + tn.canary + ".", At: at.Format(time.RFC3339)},
 		{Role: "assistant", Text: "Noted: the vault code for project Heron is " + tn.canary + ".", At: at.Add(time.Minute).Format(time.RFC3339)},
-	}})
+	}
+	for i, topic := range []string{"the east door", "the night shift", "the spare keys", "the audit"} {
+		at := at.Add(time.Duration(2+2*i) * time.Minute)
+		turns = append(turns,
+			importTurn{Role: "user", Speaker: "Keeper " + tn.canary, Text: "Code " + tn.canary + " also covers " + topic + ".", At: at.Format(time.RFC3339)},
+			importTurn{Role: "assistant", Text: "Understood: " + tn.canary + " covers " + topic + " too.", At: at.Add(time.Minute).Format(time.RFC3339)})
+	}
+	body, _ := json.Marshal(importLine{Conversation: "shared-conv-1", Title: "Vault notes " + tn.canary, User: "bob", Turns: turns})
 	h := http.Header{"Content-Type": {"application/x-ndjson"}}
 	status, resp, err := d.send(ctx, http.MethodPost, "/k/"+tn.keys[1].value+"/perpetuity/import", h, body) // alice's key is tenant-wide
 	if err != nil || status != http.StatusOK {
@@ -227,7 +237,8 @@ func (d *driver) one(ctx context.Context, r *rand.Rand, tn *tenant, nonce string
 
 // final checks what the traffic must not have broken: every key of every
 // tenant still recalls its own vault code in both dialects (no foreign
-// revoke or purge went through), every console still signed in and
+// revoke or purge went through), each scanned memory tool still finds
+// the tenant's own turns, every console still signed in and
 // enabled, and the command-line export of each tenant holds its own
 // canary and no other.
 func (d *driver) final(ctx context.Context, t *testing.T, env []string) {
@@ -259,6 +270,26 @@ func (d *driver) final(ctx context.Context, t *testing.T, env []string) {
 				d.led.fail("tenant %d's console after the traffic: %d %v", tn.idx, p.status, err)
 			} else {
 				d.led.response(tn.idx, "final console", p.body)
+			}
+			// Each scanned tool once per tenant, asked as bob, whose notes
+			// outrun the 80-token frame: the scan must have found the
+			// caller's canary in every tool's results whatever the random
+			// traffic drew.
+			item, err := d.ids.userItem(r, tn.id, "bob")
+			if err != nil {
+				d.led.fail("tenant %d: no item of bob for the final tool calls: %v", tn.idx, err)
+			}
+			for i, call := range []struct{ tool, args string }{
+				{"memory_search", `{"query":"vault code project Heron","limit":20}`},
+				{"memory_reopen", `{"limit":50}`},
+				{"memory_chain", fmt.Sprintf(`{"item":%d,"direction":"around","depth":5}`, item)},
+			} {
+				g := gen{kind: "tool final", dialect: dialects[(tn.idx+i)%2], user: "bob", tool: call.tool, args: call.args}
+				g.model = map[string]string{"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}[g.dialect]
+				if err := d.generate(ctx, r, tn, fmt.Sprintf("f%02d-%s", tn.idx, call.tool), g); err != nil {
+					d.led.fail("final %s: %v", call.tool, err)
+				}
+				d.led.count(g.kind)
 			}
 			user := tn.seeded[r.IntN(len(tn.seeded))]
 			out, err := rig.CLI(t, env, "export", "--tenant", fmt.Sprint(tn.id), "--user", user)

@@ -301,6 +301,9 @@ func (d *driver) toolGen(r *rand.Rand, tn *tenant) gen {
 		// picked from the asking user's, so the chain has something to
 		// find; a foreign one is any item of the other tenant.
 		g.user = sharedUsers[r.IntN(2)] // alice and bob hold turns from the set-up
+		if owner == tn && r.IntN(2) == 0 {
+			g.user = "bob" // his notes outrun the 80-token frame
+		}
 		item, err := d.ids.pick(r, "items", owner.id)
 		if owner == tn {
 			item, err = d.ids.userItem(r, tn.id, g.user)
