@@ -228,13 +228,19 @@ func TestPurgeReachesOtherProcess(t *testing.T) {
 	ctx := context.Background()
 	other := newEngine(f.db)
 	a := f.who(t, "alice", "a1")
-	f.say(t, a, "user", "the launch code is tangerine", 0)
+	said := f.say(t, a, "user", "the launch code is tangerine", 0)
 	q := memory.FrameQuery{Who: f.who(t, "alice", "a2"), Live: "what is the launch code", Probe: true, Now: time.Now()}
 	fr, err := other.Frame(ctx, q)
 	if err != nil || !strings.Contains(frameText(fr), "tangerine") {
 		t.Fatalf("warm-up frame: %v\n%s", err, frameText(fr))
 	}
-	if _, err := f.db.PurgeUser(ctx, f.nt.TenantID, a.UserID, store.Actor{Email: "test"}); err != nil {
+	// The position a frame read at names what it may show that a later
+	// erasure removed (the inspector keeps no record quoting it).
+	if fr.Seq != said.Seq {
+		t.Errorf("the warm-up frame read at %d, the capture it shows is at %d", fr.Seq, said.Seq)
+	}
+	rep, err := f.db.PurgeUser(ctx, f.nt.TenantID, a.UserID, store.Actor{Email: "test"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	fr, err = other.Frame(ctx, q)
@@ -243,6 +249,9 @@ func TestPurgeReachesOtherProcess(t *testing.T) {
 	}
 	if strings.Contains(frameText(fr), "tangerine") {
 		t.Fatalf("purged memory still served by the other process:\n%s", frameText(fr))
+	}
+	if fr.Seq != rep.Seq {
+		t.Errorf("the frame after the purge read at %d, the purge is at %d", fr.Seq, rep.Seq)
 	}
 	for _, tbl := range []string{"items", "messages", "retrieval_rows", "activations", "term_stats", "conversations"} {
 		var n int64

@@ -122,7 +122,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 	}
 	e.observer().Duration("render", time.Since(render))
 	e.observer().FrameTokens(f.Tokens)
-	f.Retrieved = hitIDs(hits)
+	f.Retrieved, f.Seq = hitIDs(hits), r.watermark
 	for id := range shown {
 		f.Shown = append(f.Shown, id)
 	}

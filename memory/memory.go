@@ -88,4 +88,9 @@ type Frame struct {
 	// Left counts all the candidates left out (explain.go).
 	Considered []Considered
 	Left       int
+	// Seq is the tenant log position the frame's memory was read at: a
+	// purge or redaction logged past it may not show in what the frame
+	// holds (the request inspector keeps no record quoting it:
+	// store.RequestRecord.Seen).
+	Seq int64
 }

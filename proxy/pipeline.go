@@ -68,6 +68,11 @@ type turn struct {
 	start    time.Time
 	rid      string
 	liveText string
+	// seen is the earliest tenant log position the turn read or stored
+	// memory at (its frame's, its question's), for the inspector's record
+	// (store.RequestRecord.Seen); seenSet says one is known.
+	seen    int64
+	seenSet bool
 	// loop runs the memory tools; nil when they are off for this turn.
 	loop *toolloop.Loop
 	// session is the harness's own session id, when it sent one.
@@ -208,6 +213,7 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 			return p.memoryUnavailable(c, "frame", err)
 		}
 		t.frame = &f
+		t.readAt(f.Seq)
 		return nil
 	}
 	if !recall {
@@ -239,7 +245,16 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 		return p.memoryUnavailable(c, "frame", err)
 	}
 	t.frame = &f
+	t.readAt(f.Seq)
 	return nil
+}
+
+// readAt notes a tenant log position the turn read or stored memory at;
+// the earliest is kept.
+func (t *turn) readAt(seq int64) {
+	if !t.seenSet || seq < t.seen {
+		t.seen, t.seenSet = seq, true
+	}
 }
 
 // storesLive says the turn's live question is to be captured.
@@ -273,6 +288,7 @@ func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn) (*sto
 		return nil, &APIError{Status: http.StatusServiceUnavailable, Kind: Overloaded,
 			Message: "memory is unavailable; the request was not forwarded"}
 	}
+	t.readAt(c.Seq) // 0 for a retry that stored nothing: the earliest there is
 	return &c, nil
 }
 
@@ -373,7 +389,7 @@ func (p *Proxy) record(t *turn, r reply, status int) {
 	}
 	rec.PruneInspections, rec.InspectRetention = p.pruned.due(t.who.TenantID, time.Now()), p.cfg.InspectRetention
 	if p.inspects(t) {
-		rec.Inspection = t.inspection(r)
+		rec.Inspection, rec.Seen = t.inspection(r), t.seen
 	}
 	p.records.add(rec)
 }

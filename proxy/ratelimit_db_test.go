@@ -33,7 +33,7 @@ type limitedProxy struct {
 	provider upstreamServer
 }
 
-func newLimitedProxy(t *testing.T) *limitedProxy {
+func newLimitedProxy(t *testing.T, opts ...func(*Config)) *limitedProxy {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbtest.New(t))
@@ -55,10 +55,14 @@ func newLimitedProxy(t *testing.T) *limitedProxy {
 	eng := memory.New(db, memory.TextAnalyzer{C: counter}, memory.DictTerms{D: d}, memory.Options{Ceiling: 4000})
 	lp := &limitedProxy{t: t, db: db, provider: newUpstream(t)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lp.px = New(Config{
+	cfg := Config{
 		OpenAIBaseURL: lp.provider.URL + "/v1", AnthropicBaseURL: lp.provider.URL,
 		MaxBodyBytes: 1 << 20, CaptureTimeout: 5 * time.Second, FrameCeiling: 4000, Limits: db,
-	}, db, eng, log)
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	lp.px = New(cfg, db, eng, log)
 	e := echo.New()
 	e.HTTPErrorHandler = func(err error, c echo.Context) {
 		if DialectOf(c) != 0 {

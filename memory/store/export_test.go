@@ -11,3 +11,10 @@ func (db *DB) SetAfterMessageHook(f func()) { db.afterMessage = f }
 func OpenWithoutRole(ctx context.Context, databaseURL string) (*DB, error) {
 	return open(ctx, databaseURL, false, nil)
 }
+
+// QuoteRecord is what RecordRequests sends for a record quoting memory:
+// the erasure lock it holds shared, then its statement and arguments.
+func QuoteRecord(r RequestRecord) (lock, stmt string, args []any, err error) {
+	stmt, args, _, err = recordStatement(r)
+	return quoteLockSQL, stmt, args, err
+}

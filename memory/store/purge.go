@@ -80,6 +80,11 @@ func (db *DB) PurgeUser(ctx context.Context, tenantID, userID int64, by Actor) (
 	var rep PurgeReport
 	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
 		rep = PurgeReport{}
+		// First: a record quoting the user's memory may be holding it
+		// (erasure.go) and wait on the user's row.
+		if err := lockErasure(ctx, tx, tenantID); err != nil {
+			return err
+		}
 		var id int64
 		if err := tx.QueryRow(ctx, lockUserSQL, tenantID, userID).Scan(&id); err != nil {
 			return notFound(err)

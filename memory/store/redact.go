@@ -112,6 +112,9 @@ func (db *DB) RedactItem(ctx context.Context, tenantID, itemID int64, by Actor, 
 	var rep RedactReport
 	err := db.InTenant(ctx, tenantID, func(tx pgx.Tx) error {
 		rep = RedactReport{ItemID: itemID}
+		if err := lockErasure(ctx, tx, tenantID); err != nil { // first, as purge's (erasure.go)
+			return err
+		}
 		if err := tx.QueryRow(ctx, bumpHeadSQL, tenantID).Scan(&rep.Seq); err != nil {
 			return fmt.Errorf("bump tenant head: %w", notFound(err))
 		}

@@ -34,9 +34,13 @@ type RequestRecord struct {
 	// for several requests, so it sets it.
 	At time.Time
 	// Inspection, when set with a positive InspectRetention, is kept for
-	// the request inspector, in the same statement as the figures.
+	// the request inspector, in the same statement as the figures, unless
+	// a purge or redaction was logged past Seen, the tenant log position
+	// the request read memory at (its frame's, or its question's capture
+	// when earlier): the record may quote what that erased (erasure.go).
 	Inspection       *Inspection
 	InspectRetention time.Duration
+	Seen             int64
 	// PruneInspections also removes the tenant's records older than
 	// InspectRetention (all of them with a retention of 0), in the same
 	// statement: the proxy sets it once a minute per tenant, other writers
@@ -52,7 +56,8 @@ const insertRequestSQL = `INSERT INTO requests (tenant_id, request_id, user_id, 
 
 // insertInspectedSQL writes the figures, the inspection with its items
 // ($17, $18), the index rows of its other users' items ($22, $23;
-// migration 000025) and (when $20) prunes the tenant's expired records:
+// migration 000025) and (when $20) prunes the tenant's expired records;
+// the inspection not when an erasure was logged past $24 (erasure.go):
 // one round trip, so that the inspector costs the path after the reply
 // (already off the client's) no more than one row. The prune walks
 // request_inspections_at from its oldest end and stops at the first
@@ -65,6 +70,8 @@ const insertInspectedSQL = `WITH r AS (
 	ins AS (
 		INSERT INTO request_inspections (tenant_id, request_id, user_id, at, record, question, item_ids, item_shown)
 		SELECT $1, r.id, $3, r.at, $16::text, $21, $17::bigint[], $18::boolean[] FROM r
+		WHERE NOT EXISTS (SELECT 1 FROM tenant_log
+			WHERE tenant_id = $1 AND kind IN ('purge', 'redact') AND seq > $24::bigint)
 		RETURNING request_id),
 	idx AS (
 		INSERT INTO request_inspection_items (tenant_id, item_id, request_id, shown)
@@ -105,19 +112,19 @@ func (db *DB) RecordRequests(ctx context.Context, recs []RequestRecord) error {
 		return nil
 	}
 	qs, args := make([]string, len(recs)), make([][]any, len(recs))
+	inspected := make([]bool, len(recs))
 	lz4 := false
 	for i, r := range recs {
 		var err error
-		var inspected bool
-		if qs[i], args[i], inspected, err = recordStatement(r); err != nil {
+		if qs[i], args[i], inspected[i], err = recordStatement(r); err != nil {
 			return fmt.Errorf("record request %s: %w", r.RequestID, err)
 		}
-		lz4 = lz4 || inspected
+		lz4 = lz4 || inspected[i]
 	}
-	err := db.recordBatch(ctx, recs, lz4, qs, args)
+	err := db.recordBatch(ctx, recs, lz4, inspected, qs, args)
 	var pe *pgconn.PgError
 	if lz4 && errors.As(err, &pe) && pe.Code == pgerrcode.InvalidParameterValue {
-		err = db.recordBatch(ctx, recs, false, qs, args)
+		err = db.recordBatch(ctx, recs, false, inspected, qs, args)
 	}
 	if err != nil {
 		return fmt.Errorf("record request: %w", err)
@@ -141,20 +148,25 @@ func recordStatement(r RequestRecord) (string, []any, bool, error) {
 		}
 		ids, shown, others, othersShown := r.Inspection.index(r.UserID)
 		return insertInspectedSQL, append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections,
-			r.Inspection.Question, others, othersShown), true, nil
+			r.Inspection.Question, others, othersShown, r.Seen), true, nil
 	case r.PruneInspections:
 		return insertPrunedSQL, append(args, max(r.InspectRetention, 0).Seconds()), false, nil
 	}
 	return insertRequestSQL, args, false, nil
 }
 
-func (db *DB) recordBatch(ctx context.Context, recs []RequestRecord, lz4 bool, qs []string, args [][]any) error {
+func (db *DB) recordBatch(ctx context.Context, recs []RequestRecord, lz4 bool, inspected []bool, qs []string, args [][]any) error {
 	b := &pgx.Batch{}
 	if lz4 {
 		b.Queue(lz4SQL)
 	}
 	for i, r := range recs {
 		b.Queue(setTenantGenericSQL, strconv.FormatInt(r.TenantID, 10))
+		if inspected[i] {
+			// Before the statement, whose snapshot then sees an erasure
+			// that held the lock (erasure.go).
+			b.Queue(quoteLockSQL, r.TenantID)
+		}
 		b.Queue(qs[i], args[i]...)
 	}
 	return db.sendBatch(ctx, b)
