@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/perpetuity/perpetuity/memory/store"
 )
@@ -30,19 +31,7 @@ func TestErasureAndQuotingRecord(t *testing.T) {
 			ctx := context.Background()
 			db := openDB(t)
 			owner := ownerOf(t, db)
-			nt, err := db.CreateTenantWith(ctx, "erasure-"+kind, "alice", store.TenantOptions{Dict: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
-				Fingerprint: []byte("fp"), CreatedAt: time.Now(), ClockAdvance: 3, Items: []store.CaptureItem{item("the vault code is 4417", 1)}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			nt, got := aliceSaid(t, db, "erasure-"+kind, "the vault code is 4417")
 			record := func(rid string, seen int64) store.RequestRecord {
 				return store.RequestRecord{TenantID: nt.TenantID, RequestID: rid, UserID: nt.UserID, Dialect: "openai-chat",
 					Provider: "openai", Model: rid, Status: 200, FrameTokens: 40, InspectRetention: time.Hour, Seen: seen,
@@ -56,50 +45,46 @@ func TestErasureAndQuotingRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tx, err := owner.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback(ctx) }()
-			var pid int
-			if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-				t.Fatal(err)
-			}
-			for _, q := range []struct {
-				sql  string
-				args []any
-			}{{lock, []any{nt.TenantID}}, {stmt, args}} {
-				if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
-					t.Fatal(err)
-				}
-			}
-			done := make(chan erasureResult, 1)
+			tx, pid := holding(ctx, t, owner, lock, nt.TenantID, stmt, args)
+			var seq, removed int64
+			erased := make(chan error, 1)
 			go func() {
 				actor := store.Actor{Email: "admin@example.test"}
 				if kind == "purge" {
 					rep, err := db.PurgeUser(ctx, nt.TenantID, nt.UserID, actor)
-					done <- erasureResult{rep.Seq, rep.Inspections, err}
+					seq, removed = rep.Seq, rep.Inspections
+					erased <- err
 					return
 				}
 				rep, err := db.RedactItem(ctx, nt.TenantID, got.ItemIDs[0], actor, nil)
-				done <- erasureResult{rep.Seq, rep.Inspections, err}
+				seq, removed = rep.Seq, rep.Inspections
+				erased <- err
 			}()
-			waitForWaiter(ctx, t, owner, pid, done)
+			waitForWaiter(ctx, t, owner, pid, erased, "the erasure ended while a record quoting its memory was being written")
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			res := <-done
-			if res.err != nil {
-				t.Fatal(res.err)
+			if err := <-erased; err != nil {
+				t.Fatal(err)
 			}
-			if res.inspections != 1 {
-				t.Errorf("the %s removed %d records, want the one committed while it waited", kind, res.inspections)
+			if removed != 1 {
+				t.Errorf("the %s removed %d records, want the one committed while it waited", kind, removed)
 			}
 			// Records written after it: the request read before it, or after.
-			for _, r := range []store.RequestRecord{record("read-before", got.Seq), record("read-after", res.seq)} {
-				if err := db.RecordRequest(ctx, r); err != nil {
-					t.Fatal(err)
-				}
+			if err := db.RecordRequest(ctx, record("read-before", got.Seq)); err != nil {
+				t.Fatal(err)
+			}
+			// The record's own side: one written while an erasure holds the
+			// lock waits for it.
+			etx, epid := holding(ctx, t, owner, store.ErasureLockSQL, nt.TenantID, "", nil)
+			recorded := make(chan error, 1)
+			go func() { recorded <- db.RecordRequest(ctx, record("read-after", seq)) }()
+			waitForWaiter(ctx, t, owner, epid, recorded, "a record quoting memory was written while an erasure held the lock")
+			if err := etx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-recorded; err != nil {
+				t.Fatal(err)
 			}
 			rows, err := db.Requests(ctx, nt.TenantID, nt.UserID, 10)
 			if err != nil {
@@ -118,17 +103,35 @@ func TestErasureAndQuotingRecord(t *testing.T) {
 	}
 }
 
-// erasureResult is what a purge or redaction run beside the test returned.
-type erasureResult struct {
-	seq, inspections int64
-	err              error
+// holding opens a transaction on owner that takes lock for the tenant and
+// runs stmt ("" for none), and returns it with its backend's pid; the test
+// commits it, or it rolls back at the end.
+func holding(ctx context.Context, t *testing.T, owner *pgxpool.Pool, lock string, tenantID int64, stmt string, args []any) (pgx.Tx, int) {
+	t.Helper()
+	tx, err := owner.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, lock, tenantID); err != nil {
+		t.Fatal(err)
+	}
+	if stmt != "" {
+		if _, err := tx.Exec(ctx, stmt, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tx, pid
 }
 
 // waitForWaiter returns once a session waits for an advisory lock pid
-// holds; the erasure (done) ending first, or five seconds passing, fails.
-func waitForWaiter(ctx context.Context, t *testing.T, owner interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, pid int, done <-chan erasureResult) {
+// holds; the other side (done) ending first, with early saying what that
+// means, or five seconds passing, fails.
+func waitForWaiter(ctx context.Context, t *testing.T, owner *pgxpool.Pool, pid int, done <-chan error, early string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -140,10 +143,10 @@ func waitForWaiter(ctx context.Context, t *testing.T, owner interface {
 			return
 		}
 		select {
-		case r := <-done:
-			t.Fatalf("the erasure ended (err %v) while a record quoting its memory was being written", r.err)
+		case err := <-done:
+			t.Fatalf("%s (err %v)", early, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatal("the erasure did not wait for the record being written")
+	t.Fatalf("no session waited for the lock held: %s", early)
 }

@@ -12,6 +12,9 @@ func OpenWithoutRole(ctx context.Context, databaseURL string) (*DB, error) {
 	return open(ctx, databaseURL, false, nil)
 }
 
+// ErasureLockSQL is the lock a purge or redaction takes first.
+const ErasureLockSQL = erasureLockSQL
+
 // QuoteRecord is what RecordRequests sends for a record quoting memory:
 // the erasure lock it holds shared, then its statement and arguments.
 func QuoteRecord(r RequestRecord) (lock, stmt string, args []any, err error) {

@@ -34,6 +34,27 @@ func inspected(t *testing.T, db *store.DB, tenantID, userID int64, rid string, k
 	}
 }
 
+// aliceSaid makes a tenant on v1 whose first user, alice, said body in
+// conversation c1.
+func aliceSaid(t *testing.T, db *store.DB, tenant, body string) (store.NewTenant, store.Captured) {
+	t.Helper()
+	ctx := context.Background()
+	nt, err := db.CreateTenantWith(ctx, tenant, "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
+		Fingerprint: []byte("fp"), CreatedAt: time.Now(), ClockAdvance: 3, Items: []store.CaptureItem{item(body, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nt, got
+}
+
 // TestInspectionRoundTrip: a record reads back whole on its request, the
 // list filters by user and says which requests have one, the memory
 // browser finds the record from each item it names, shown or left out;
@@ -203,19 +224,7 @@ func TestPurgeRemovesInspections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenantWith(ctx, "purge-inspect", "alice", store.TenantOptions{Dict: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
-		Fingerprint: []byte("fp"), CreatedAt: time.Now(), ClockAdvance: 3, Items: []store.CaptureItem{item("ferry", 1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nt, got := aliceSaid(t, db, "purge-inspect", "ferry")
 	aliceItem := got.ItemIDs[0]
 	bob, err := db.EnsureUser(ctx, nt.TenantID, "bob")
 	if err != nil {

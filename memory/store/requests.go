@@ -112,19 +112,19 @@ func (db *DB) RecordRequests(ctx context.Context, recs []RequestRecord) error {
 		return nil
 	}
 	qs, args := make([]string, len(recs)), make([][]any, len(recs))
-	inspected := make([]bool, len(recs))
 	lz4 := false
 	for i, r := range recs {
 		var err error
-		if qs[i], args[i], inspected[i], err = recordStatement(r); err != nil {
+		var inspected bool
+		if qs[i], args[i], inspected, err = recordStatement(r); err != nil {
 			return fmt.Errorf("record request %s: %w", r.RequestID, err)
 		}
-		lz4 = lz4 || inspected[i]
+		lz4 = lz4 || inspected
 	}
-	err := db.recordBatch(ctx, recs, lz4, inspected, qs, args)
+	err := db.recordBatch(ctx, recs, lz4, qs, args)
 	var pe *pgconn.PgError
 	if lz4 && errors.As(err, &pe) && pe.Code == pgerrcode.InvalidParameterValue {
-		err = db.recordBatch(ctx, recs, false, inspected, qs, args)
+		err = db.recordBatch(ctx, recs, false, qs, args)
 	}
 	if err != nil {
 		return fmt.Errorf("record request: %w", err)
@@ -155,16 +155,16 @@ func recordStatement(r RequestRecord) (string, []any, bool, error) {
 	return insertRequestSQL, args, false, nil
 }
 
-func (db *DB) recordBatch(ctx context.Context, recs []RequestRecord, lz4 bool, inspected []bool, qs []string, args [][]any) error {
+func (db *DB) recordBatch(ctx context.Context, recs []RequestRecord, lz4 bool, qs []string, args [][]any) error {
 	b := &pgx.Batch{}
 	if lz4 {
 		b.Queue(lz4SQL)
 	}
 	for i, r := range recs {
 		b.Queue(setTenantGenericSQL, strconv.FormatInt(r.TenantID, 10))
-		if inspected[i] {
-			// Before the statement, whose snapshot then sees an erasure
-			// that held the lock (erasure.go).
+		if qs[i] == insertInspectedSQL {
+			// A record quoting memory: the lock before the statement,
+			// whose snapshot then sees an erasure that held it (erasure.go).
 			b.Queue(quoteLockSQL, r.TenantID)
 		}
 		b.Queue(qs[i], args[i]...)
