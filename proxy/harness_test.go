@@ -137,6 +137,8 @@ type fakeMemory struct {
 	frameErr error
 	// erasures is what Erasures reports, for every tenant.
 	erasures uint64
+	// frameDelay is how long every frame takes.
+	frameDelay time.Duration
 }
 
 // recollection is what the fake memory puts at the head of every frame.
@@ -160,6 +162,7 @@ func (m *fakeMemory) Capture(_ context.Context, msg memory.Message) (store.Captu
 }
 
 func (m *fakeMemory) Frame(ctx context.Context, q memory.FrameQuery) (memory.Frame, error) {
+	time.Sleep(m.frameDelay) // set before the proxy serves
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastQuery = q

@@ -86,6 +86,11 @@ type turn struct {
 	upStatus  int
 	upLatency time.Duration
 	rounds    int
+	// For Server-Timing (servertiming.go): how long memory took, if the
+	// turn had any memory work, and when the first round was sent.
+	memDur time.Duration
+	memRan bool
+	sent   time.Time
 }
 
 func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
@@ -161,9 +166,11 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 				Explain: p.inspects(t),
 			}
 		}
+		memStart := time.Now()
 		if err := p.captureAndFrame(ctx, c, t, &q, recall); err != nil {
 			return err
 		}
+		t.memDur, t.memRan = time.Since(memStart), recall || p.storesLive(t)
 		if f := t.frame; f != nil {
 			h := c.Response().Header()
 			h.Set(HeaderFrameItems, strconv.Itoa(f.Items))

@@ -47,6 +47,9 @@ func (p *Proxy) send(c echo.Context, t *turn, body []byte) (*http.Response, repl
 	}
 	up.Header = t.up.header.Clone()
 	sent := time.Now()
+	if t.rounds == 0 {
+		t.sent = sent
+	}
 	resp, err := p.client.Do(up)
 	t.rounds++
 	if err == nil {
@@ -156,6 +159,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 	provider.CopyResponseHeaders(res.Header(), resp.Header)
 	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	res.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	t.setServerTiming(res.Header())
 	res.WriteHeader(resp.StatusCode)
 	_, _ = res.Write(out)
 	return r, nil
@@ -188,6 +192,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 		rl.ts = t.up.stream()
 		h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
 	}
+	t.setServerTiming(h)
 	res.WriteHeader(resp.StatusCode)
 	rl.rc = http.NewResponseController(res)
 	_ = rl.rc.SetWriteDeadline(noDeadline) // streams outlive any server timeout

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,10 @@ type Timing struct {
 	// FrameItems and FrameTokens are the frame figures Perpetuity reported
 	// (response headers; 0 without recall).
 	FrameItems, FrameTokens int
+	// Memory and Upstream are what Perpetuity's Server-Timing reported:
+	// its capture and frame, and the provider's answer as it waited for
+	// it (0 when absent).
+	Memory, Upstream time.Duration
 }
 
 // newClient is the load tool's HTTP client: keep-alive, enough idle
@@ -67,6 +72,7 @@ func (e Endpoint) Call(ctx context.Context, c *http.Client, body []byte, stream 
 	var t Timing
 	t.FrameItems, _ = strconv.Atoi(resp.Header.Get(proxy.HeaderFrameItems))
 	t.FrameTokens, _ = strconv.Atoi(resp.Header.Get(proxy.HeaderFrameTokens))
+	t.Memory, t.Upstream = serverTiming(resp.Header.Get(proxy.HeaderServerTiming))
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return t, fmt.Errorf("%s: %s: %s", e.URL, resp.Status, bytes.TrimSpace(b))
@@ -81,7 +87,7 @@ func (e Endpoint) Call(ctx context.Context, c *http.Client, body []byte, stream 
 		return t, nil
 	}
 	st, err := readStream(resp.Body, start)
-	st.FrameItems, st.FrameTokens = t.FrameItems, t.FrameTokens
+	st.FrameItems, st.FrameTokens, st.Memory, st.Upstream = t.FrameItems, t.FrameTokens, t.Memory, t.Upstream
 	return st, err
 }
 
@@ -227,4 +233,25 @@ func OpenLoop(ctx context.Context, rate float64, d time.Duration, maxInflight in
 	}
 	wg.Wait()
 	return lat, failed
+}
+
+// serverTiming reads the memory and upstream durations of a Server-Timing
+// header ("memory;dur=4.2, upstream;dur=0.9"); what it lacks is 0.
+func serverTiming(h string) (memory, upstream time.Duration) {
+	for _, m := range strings.Split(h, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(m), ";")
+		v, ok := strings.CutPrefix(strings.TrimSpace(params), "dur=")
+		f, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil {
+			continue
+		}
+		d := time.Duration(f * float64(time.Millisecond))
+		switch name {
+		case "memory":
+			memory = d
+		case "upstream":
+			upstream = d
+		}
+	}
+	return memory, upstream
 }

@@ -225,6 +225,7 @@ func (r *Report) pipeline(m *mdw) {
 		m.p("least this long, and that work is done before the next request comes. The reply's capture and the request")
 		m.p("record run after each response, so they still run beside the next request in this row.")
 	}
+	r.pipelineSplits(m)
 	m.p("")
 	r.memPath(m)
 }

@@ -103,7 +103,9 @@ func (r *Report) notes(m *mdw) {
 				m.p("Its p99 is %s ms: %s.", ms(mp.Total.P99), l)
 			}
 		}
-		if pl != nil && r.Pass != nil {
+		if s, ok := r.targetSplit(pl, mp); ok {
+			m.p("%s", s)
+		} else if pl != nil && r.Pass != nil {
 			m.p("The pipeline adds %s ms at p50 over calling the provider directly: the memory path, plus what every", ms(pl.Added50))
 			m.p("request with memory pays for its conversation lookup (%s ms, §1), the second",
 				ms(r.Pass.Component("conv").P50))

@@ -23,6 +23,10 @@ type PipelineResult struct {
 	FrameItems, FrameTokens int
 	// Failed counts dropped pairs.
 	Failed int
+	// Memory and Upstream are the proxied requests' Server-Timing: the
+	// proxy's capture and frame, and the provider's answer as the proxy
+	// waited for it.
+	Memory, Upstream Rounds
 }
 
 // liveRequests are the questions of a size: each asked by the owner of a
@@ -104,6 +108,7 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 	}
 	rounds := make([][][2][]time.Duration, len(sides))
 	items, tokens := make([][]int, len(sides)), make([][]int, len(sides))
+	mems, ups := make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides))
 	for round := range cfg.Rounds {
 		for i, s := range sides {
 			lg.printf("pipeline %s: round %d/%d", strings.TrimSpace(itemsLabel(s.t.Items)+" "+s.label), round+1, cfg.Rounds)
@@ -115,14 +120,18 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 			}
 			res[i].Failed += f
 			rounds[i] = append(rounds[i], [2][]time.Duration{totals(b), totals(sb)})
+			var m, u []time.Duration
 			for _, x := range sb {
 				items[i], tokens[i] = append(items[i], x.FrameItems), append(tokens[i], x.FrameTokens)
+				m, u = append(m, x.Memory), append(u, x.Upstream)
 			}
+			mems[i], ups[i] = append(mems[i], m), append(ups[i], u)
 		}
 	}
 	for i := range sides {
 		res[i].Paired = Pair(rounds[i])
 		res[i].FrameItems, res[i].FrameTokens = Median(items[i]), Median(tokens[i])
+		res[i].Memory, res[i].Upstream = Fold(mems[i]), Fold(ups[i])
 	}
 	return res, nil
 }

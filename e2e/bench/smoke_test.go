@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,17 @@ func TestSmokeRun(t *testing.T) {
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
+		}
+	}
+	// The proxied requests' Server-Timing split their added time: memory
+	// took some of it in every row (a server that sent none has no table).
+	split := regexp.MustCompile(`(?m)^\| 300 items[^|]* \| [0-9.]+ \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| -?[0-9.]+ \|$`).FindAllStringSubmatch(doc, -1)
+	if len(split) != 3 {
+		t.Errorf("want the Server-Timing split of 3 pipeline rows, got %d", len(split))
+	}
+	for _, m := range split {
+		if f, _ := strconv.ParseFloat(m[1], 64); f <= 0 {
+			t.Errorf("split row with no memory time: %s", m[0])
 		}
 	}
 	// Each growth's checkpoint ran where the role may take one, and the

@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// pipeSplit is where one §2 row's added p50 goes, from the proxied
+// requests' Server-Timing: the proxy's memory work, the provider's answer
+// beyond what the direct request took, and the rest (the second hop,
+// reading and re-encoding the request, the lookups, relaying the reply).
+// Medians do not add, so the rest is what the other two leave of the
+// added p50, not a measurement of its own.
+type pipeSplit struct {
+	label                           string
+	added, memory, upstream, direct time.Duration
+	extra, rest                     time.Duration
+}
+
+func splitOf(label string, p PipelineResult) (pipeSplit, bool) {
+	if p.Memory.N == 0 || p.Memory.P50 == 0 {
+		return pipeSplit{}, false // a server without Server-Timing
+	}
+	s := pipeSplit{label: label, added: p.Added50, memory: p.Memory.P50, upstream: p.Upstream.P50, direct: p.Base.P50}
+	s.extra = s.upstream - s.direct
+	s.rest = s.added - s.memory - s.extra
+	return s, true
+}
+
+// pipelineSplits writes the table of where §2's added time goes.
+func (r *Report) pipelineSplits(m *mdw) {
+	var rows [][]string
+	add := func(label string, p PipelineResult) {
+		if s, ok := splitOf(label, p); ok {
+			rows = append(rows, []string{s.label, ms(s.added), ms(s.memory), ms(s.upstream), ms(s.direct), ms(s.extra), ms(s.rest)})
+		}
+	}
+	for _, p := range r.Pipeline {
+		add(itemsLabel(p.Items)+" items", p)
+		if p3, ok := at(r.PipelineV3, p.Items); ok {
+			add(itemsLabel(p.Items)+" items, v3", p3)
+		}
+		if p3, ok := at(r.PipelineV3Thinking, p.Items); ok {
+			add(itemsLabel(p.Items)+" items, v3, provider answers in "+ms(thinkingTime)+" ms", p3)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	m.p("")
+	m.p("Where the added time goes, from the `Server-Timing` header of each proxied request (p50 over the rounds):")
+	m.p("\"memory\" is the proxy's capture of the question with the frame built beside it; \"provider, proxied\" the")
+	m.p("time from forwarding the request to the provider's whole answer (these requests are not streamed), set")
+	m.p("against the whole direct request; the rest is what those two leave of the added p50 (the second hop,")
+	m.p("reading and re-encoding the request, the key and conversation lookups, relaying the reply). Medians do")
+	m.p("not add exactly. Milliseconds.")
+	m.p("")
+	m.table([]string{"", "added p50", "memory p50", "provider, proxied p50", "direct p50", "provider's extra", "rest"}, rows)
+}
+
+// targetSplit says, from the Server-Timing split, where the target row's
+// added p50 goes; mp is the memory path at the same size and dictionary.
+func (r *Report) targetSplit(pl *PipelineResult, mp *MemPathResult) (string, bool) {
+	if pl == nil || mp == nil {
+		return "", false
+	}
+	s, ok := splitOf("", *pl)
+	if !ok {
+		return "", false
+	}
+	out := fmt.Sprintf("The pipeline adds %s ms at p50 over calling the provider directly. Its requests' Server-Timing (the table"+
+		" after §2's) splits it: memory %s ms, the provider's answer %s ms longer than the direct request's, %s ms the rest.",
+		ms(s.added), ms(s.memory), ms(s.extra), ms(s.rest))
+	out += fmt.Sprintf(" Memory takes %s ms more in the pipeline than the memory path alone (%s ms), whose turns have nothing"+
+		" beside them: here each response is followed at once by the next request, while the previous reply's capture (which"+
+		" holds the tenant's head lock the next live capture waits for) and its request record (with the inspector's copy of"+
+		" the frame, written at once so that a purge finds it: proxy/records.go) are still being written, on the same cores.",
+		ms(s.memory-mp.Total.P50), ms(mp.Total.P50))
+	out += " The provider's answer takes longer proxied because it is sent the frame (thousands of tokens where the direct" +
+		" request holds one exchange), which the proxy sends and the fake provider reads, and the proxy reads the whole reply" +
+		" before it answers."
+	if th, ok := at(r.PipelineV3Thinking, pl.Items); ok {
+		if t, ok := splitOf("", th); ok {
+			out += fmt.Sprintf(" Where the provider takes %s ms on both sides (the row so marked), the direct request between two"+
+				" proxied ones often leaves the reply's capture time to finish: memory %s ms, the provider's extra %s ms, %s ms added in all.",
+				ms(thinkingTime), ms(t.memory), ms(t.extra), ms(t.added))
+		}
+	}
+	return out, true
+}
