@@ -14,9 +14,14 @@ import (
 //
 //   - memory: storing the live question and building the frame beside it
 //     (absent when the request asked for neither);
+//   - forward: from the request's arrival until the proxy forwarded it to
+//     the provider, memory included;
 //   - upstream: from forwarding the request to the provider until the
 //     proxy began its answer, which is the provider's response headers for
 //     a stream and its whole reply (every memory tool round's) otherwise.
+//
+// What the caller waited beyond forward and upstream is the network and,
+// for a stream, the first event's relay.
 //
 // It holds durations only, never what was stored or recalled.
 const HeaderServerTiming = "Server-Timing"
@@ -33,7 +38,9 @@ func (t *turn) setServerTiming(h http.Header) {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("upstream;dur=")
+		b.WriteString("forward;dur=")
+		b.WriteString(durMS(t.sent.Sub(t.start)))
+		b.WriteString(", upstream;dur=")
 		b.WriteString(durMS(time.Since(t.sent)))
 	}
 	if b.Len() > 0 {

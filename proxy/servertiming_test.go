@@ -48,6 +48,10 @@ func TestServerTiming(t *testing.T) {
 			if !ok || up < ms(providerTakes) {
 				t.Errorf("Server-Timing %q: upstream must be there and at least the provider's %v", st, providerTakes)
 			}
+			fwd, ok := got["forward"]
+			if !ok || fwd >= up || fwd < got["memory"] {
+				t.Errorf("Server-Timing %q: forward must be there, hold memory's time and not the provider's", st)
+			}
 			mem, ok := got["memory"]
 			if ok != tt.memory {
 				t.Fatalf("Server-Timing %q: memory reported %v, want %v", st, ok, tt.memory)

@@ -39,10 +39,11 @@ type Timing struct {
 	// FrameItems and FrameTokens are the frame figures Perpetuity reported
 	// (response headers; 0 without recall).
 	FrameItems, FrameTokens int
-	// Memory and Upstream are what Perpetuity's Server-Timing reported:
-	// its capture and frame, and the provider's answer as it waited for
-	// it (0 when absent).
-	Memory, Upstream time.Duration
+	// Memory, Forward and Upstream are what Perpetuity's Server-Timing
+	// reported: its capture and frame, its time until it forwarded the
+	// request, and the provider's answer as it waited for it (0 when
+	// absent).
+	Memory, Forward, Upstream time.Duration
 }
 
 // newClient is the load tool's HTTP client: keep-alive, enough idle
@@ -72,7 +73,7 @@ func (e Endpoint) Call(ctx context.Context, c *http.Client, body []byte, stream 
 	var t Timing
 	t.FrameItems, _ = strconv.Atoi(resp.Header.Get(proxy.HeaderFrameItems))
 	t.FrameTokens, _ = strconv.Atoi(resp.Header.Get(proxy.HeaderFrameTokens))
-	t.Memory, t.Upstream = serverTiming(resp.Header.Get(proxy.HeaderServerTiming))
+	t.Memory, t.Forward, t.Upstream = serverTiming(resp.Header.Get(proxy.HeaderServerTiming))
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return t, fmt.Errorf("%s: %s: %s", e.URL, resp.Status, bytes.TrimSpace(b))
@@ -87,7 +88,8 @@ func (e Endpoint) Call(ctx context.Context, c *http.Client, body []byte, stream 
 		return t, nil
 	}
 	st, err := readStream(resp.Body, start)
-	st.FrameItems, st.FrameTokens, st.Memory, st.Upstream = t.FrameItems, t.FrameTokens, t.Memory, t.Upstream
+	st.FrameItems, st.FrameTokens = t.FrameItems, t.FrameTokens
+	st.Memory, st.Forward, st.Upstream = t.Memory, t.Forward, t.Upstream
 	return st, err
 }
 
@@ -235,9 +237,10 @@ func OpenLoop(ctx context.Context, rate float64, d time.Duration, maxInflight in
 	return lat, failed
 }
 
-// serverTiming reads the memory and upstream durations of a Server-Timing
-// header ("memory;dur=4.2, upstream;dur=0.9"); what it lacks is 0.
-func serverTiming(h string) (memory, upstream time.Duration) {
+// serverTiming reads the memory, forward and upstream durations of a
+// Server-Timing header ("memory;dur=4.2, forward;dur=4.5, upstream;dur=0.9");
+// what it lacks is 0.
+func serverTiming(h string) (memory, forward, upstream time.Duration) {
 	for _, m := range strings.Split(h, ",") {
 		name, params, _ := strings.Cut(strings.TrimSpace(m), ";")
 		v, ok := strings.CutPrefix(strings.TrimSpace(params), "dur=")
@@ -249,9 +252,11 @@ func serverTiming(h string) (memory, upstream time.Duration) {
 		switch name {
 		case "memory":
 			memory = d
+		case "forward":
+			forward = d
 		case "upstream":
 			upstream = d
 		}
 	}
-	return memory, upstream
+	return memory, forward, upstream
 }

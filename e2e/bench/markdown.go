@@ -165,6 +165,10 @@ func (r *Report) pass(m *mdw) {
 	m.p("machine, whatever the proxy does besides.")
 	m.p("")
 	m.p("Added time per event over the whole stream ((stream time via Perpetuity - direct) / gaps): %s µs.", us(p.GapMeanAdded))
+	if l := streamTailLine(p.TTFBTail); l != "" {
+		m.p("")
+		m.p("%s", l)
+	}
 	if p.Failed > 0 {
 		m.p("%d pairs were dropped because a request failed (at most one in a hundred is tolerated).", p.Failed)
 	}

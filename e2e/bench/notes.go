@@ -51,6 +51,9 @@ func (r *Report) notes(m *mdw) {
 		}
 		m.p("For a stream the first event arrives %s ms later at p50, against %s ms for the plain hop.",
 			ms(p.TTFB.Added50), ms(p.HopTTFB.Added50))
+		if streamTailLine(p.TTFBTail) != "" {
+			m.p("§1 splits the slowest of them by the proxy's Server-Timing.")
+		}
 		m.p("The request records of figures alone (one costs %s ms at p50) are written after the replies in batches, one", ms(rec.P50))
 		m.p("transaction every 250 ms or 256 records (proxy/records.go), on the same cores and through the same")
 		m.p("connection pool (%d connections, the server's default for this machine): a batch falls beside a request", p.PoolConns)

@@ -18,6 +18,8 @@ type PassResult struct {
 	Concurrency int    // of CMany
 	TTFB        Paired // streaming: first SSE event
 	Gap         Paired // streaming: time between consecutive events
+	// TTFBTail splits the slowest proxied first events (streamtail.go).
+	TTFBTail StreamTail
 	// Hop and HopTTFB are the same comparisons for the plainest Go proxy
 	// (hop.go) in place of Perpetuity: the share of the added time any
 	// proxy in Go costs on this machine.
@@ -148,6 +150,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 	}
 	var c1, cm, ttfb, gap, hop, hopTTFB [][2][]time.Duration
 	var meanAdded []time.Duration
+	var streams [][]streamPair
 	for round := range cfg.Rounds {
 		lg.printf("pass-through: round %d/%d", round+1, cfg.Rounds)
 		b, s, f, err := Interleave(ctx, 1, cfg.PassPairs, plain)
@@ -171,6 +174,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		}
 		res.Failed += f
 		ttfb = append(ttfb, [2][]time.Duration{ttfbs(b), ttfbs(s)})
+		streams = append(streams, pairStreams(b, s))
 		gap = append(gap, [2][]time.Duration{gaps(b), gaps(s)})
 		bm, ev := streamTime(b)
 		sm, _ := streamTime(s)
@@ -195,6 +199,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 	res.Peer = peer.result()
 	res.C1, res.CMany, res.TTFB, res.Gap = Pair(c1), Pair(cm), Pair(ttfb), Pair(gap)
 	res.Hop, res.HopTTFB = Pair(hop), Pair(hopTTFB)
+	res.TTFBTail = streamTailOf(streams)
 	res.GapMeanAdded = Median(meanAdded)
 
 	res.Breakdown = bd.result()

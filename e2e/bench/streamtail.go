@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The first event's added p99 misses its target while its p50 is well
+// inside it, so each round's slowest first events through Perpetuity are
+// set beside its middle ones, and both are split with the proxy's
+// Server-Timing: its handling until it forwarded the request, the
+// provider's response headers as it waited for them, and the rest of the
+// client's wait (both hops, the first event's relay). The direct request of
+// the same pair says how slow the machine was at that moment.
+
+// StreamTail is the proxied first events at or beyond each round's p99
+// beside its middle ones (45th to 55th percentile), means over the rounds.
+type StreamTail struct {
+	Slow, Middle StreamGroup
+}
+
+// StreamGroup is the mean of a set of proxied first events.
+type StreamGroup struct {
+	N int
+	// TTFB is the client's wait for the first event; Forward the proxy's
+	// time until it forwarded the request and Upstream the provider's
+	// response headers as the proxy waited for them (its Server-Timing);
+	// Rest what is left (both hops, the first event's relay); Direct the
+	// same pairs' direct first events.
+	TTFB, Forward, Upstream, Rest, Direct time.Duration
+}
+
+// streamPair is one pair of streams: direct and through Perpetuity.
+type streamPair struct{ direct, via Timing }
+
+func pairStreams(base, subj []Timing) []streamPair {
+	out := make([]streamPair, 0, len(base))
+	for i := range min(len(base), len(subj)) {
+		out = append(out, streamPair{base[i], subj[i]})
+	}
+	return out
+}
+
+func streamTailOf(rounds [][]streamPair) StreamTail {
+	var slow, middle []streamPair
+	for _, r := range rounds {
+		if len(r) == 0 {
+			continue
+		}
+		s := slices.SortedFunc(slices.Values(r), func(a, b streamPair) int { return cmp.Compare(a.via.TTFB, b.via.TTFB) })
+		slow = append(slow, s[rank(len(s), 0.99):]...)
+		middle = append(middle, s[rank(len(s), 0.45):rank(len(s), 0.55)+1]...)
+	}
+	return StreamTail{Slow: meanStreams(slow), Middle: meanStreams(middle)}
+}
+
+func meanStreams(ps []streamPair) StreamGroup {
+	g := StreamGroup{N: len(ps)}
+	if g.N == 0 {
+		return g
+	}
+	for _, p := range ps {
+		g.TTFB += p.via.TTFB
+		g.Forward += p.via.Forward
+		g.Upstream += p.via.Upstream
+		g.Direct += p.direct.TTFB
+	}
+	n := time.Duration(g.N)
+	g.TTFB, g.Forward, g.Upstream, g.Direct = g.TTFB/n, g.Forward/n, g.Upstream/n, g.Direct/n
+	g.Rest = g.TTFB - g.Forward - g.Upstream
+	return g
+}
+
+// streamTailLine says in one sentence where the slowest proxied first
+// events' time went.
+func streamTailLine(t StreamTail) string {
+	s, m := t.Slow, t.Middle
+	if s.N == 0 || m.N == 0 || s.Upstream == 0 {
+		return "" // no Server-Timing to split by
+	}
+	return fmt.Sprintf("The %d slowest proxied first events (each round's p99 and beyond) took %s ms on average"+
+		" against %s for the %d middle ones. By the proxy's Server-Timing: its handling until it forwarded the request"+
+		" %s against %s; the provider's response headers, as the proxy waited for them, %s against %s; the rest (both"+
+		" hops and the first event's relay) %s against %s. The direct requests of the same pairs took %s against %s.",
+		s.N, ms(s.TTFB), ms(m.TTFB), m.N, ms(s.Forward), ms(m.Forward), ms(s.Upstream), ms(m.Upstream),
+		ms(s.Rest), ms(m.Rest), ms(s.Direct), ms(m.Direct))
+}
