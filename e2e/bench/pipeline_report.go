@@ -68,8 +68,8 @@ func (r *Report) targetSplit(pl *PipelineResult, mp *MemPathResult) (string, boo
 	if !ok {
 		return "", false
 	}
-	out := fmt.Sprintf("The pipeline adds %s ms at p50 over calling the provider directly. Its requests' Server-Timing (the table"+
-		" after §2's) splits it: memory %s ms, the provider's answer %s ms longer than the direct request's, %s ms the rest.",
+	out := fmt.Sprintf("The pipeline adds %s ms at p50 over calling the provider directly. Its requests' Server-Timing (§2's second"+
+		" table) splits it: memory %s ms, the provider's answer %s ms longer than the direct request's, %s ms the rest.",
 		ms(s.added), ms(s.memory), ms(s.extra), ms(s.rest))
 	out += fmt.Sprintf(" Memory takes %s ms more in the pipeline than the memory path alone (%s ms), whose turns have nothing"+
 		" beside them: here each response is followed at once by the next request, while the previous reply's capture (which"+
