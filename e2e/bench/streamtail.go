@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// The first event's added p99 misses its target while its p50 is well
-// inside it, so each round's slowest first events through Perpetuity are
-// set beside its middle ones, and both are split with the proxy's
+// The first event's added p99 is several times its p50, and a p99 alone
+// cannot say where that time went: so each round's slowest first events
+// through Perpetuity are set beside its middle ones, split by the proxy's
 // Server-Timing: its handling until it forwarded the request, the
 // provider's response headers as it waited for them, and the rest of the
 // client's wait (both hops, the first event's relay). The direct request of
