@@ -14,20 +14,23 @@ import (
 //
 //   - memory: storing the live question and building the frame beside it
 //     (absent when the request asked for neither);
-//   - forward: from the request's arrival until the proxy forwarded it to
-//     the provider, memory included;
-//   - upstream: from forwarding the request to the provider until the
-//     proxy began its answer, which is the provider's response headers for
-//     a stream and its whole reply (every memory tool round's) otherwise.
+//   - forward: from the handler taking up the request until the proxy
+//     began to forward it, memory included;
+//   - upstream: from then until the proxy began its answer: sending the
+//     request (its connection, its body) and waiting for the provider's
+//     response headers for a stream; for a whole reply, also reading it,
+//     every memory tool round (their memory calls included) and the
+//     translation between dialects.
 //
-// What the caller waited beyond forward and upstream is the network and,
-// for a stream, the first event's relay.
+// What the caller waited beyond forward and upstream is its own hop, the
+// server before the handler and, for a stream, the provider's first event
+// after its headers and its relay.
 //
 // It holds durations only, never what was stored or recalled.
 const HeaderServerTiming = "Server-Timing"
 
-// setServerTiming sets the turn's Server-Timing; called just before the
-// response headers go out.
+// setServerTiming sets the turn's Server-Timing. It runs as the response
+// headers go out, the last moment a header can carry the upstream time.
 func (t *turn) setServerTiming(h http.Header) {
 	var b strings.Builder
 	if t.memRan {
@@ -48,7 +51,8 @@ func (t *turn) setServerTiming(h http.Header) {
 	}
 }
 
-// durMS is d in milliseconds to the microsecond, as Server-Timing's dur.
+// durMS is d as Server-Timing's dur: milliseconds, to the microsecond the
+// clock can tell on every platform.
 func durMS(d time.Duration) string {
 	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
 }

@@ -19,13 +19,17 @@ func TestServerTiming(t *testing.T) {
 	tests := []struct {
 		name, path, body string
 		headers          []string
+		providerStatus   int // 0: the provider answers
 		memory, frame    bool
 	}{
-		{"chat whole", "/v1/chat/completions", chatBody("gpt-4o", false), []string{openaiAuth}, true, true},
-		{"chat stream", "/v1/chat/completions", chatBody("gpt-4o", true), []string{openaiAuth}, true, true},
-		{"messages stream", "/v1/messages", messagesBody("claude-sonnet-4-5", true), []string{anthropicAuth}, true, true},
-		{"messages whole, capture only", "/v1/messages", messagesBody("claude-sonnet-4-5", false), []string{anthropicAuth, HeaderRecall + ": off"}, true, false},
-		{"no memory work", "/v1/chat/completions", chatBody("gpt-4o", true), []string{openaiAuth, HeaderRecall + ": off", HeaderCapture + ": off"}, false, false},
+		{"chat whole", "/v1/chat/completions", chatBody("gpt-4o", false), []string{openaiAuth}, 0, true, true},
+		{"chat stream", "/v1/chat/completions", chatBody("gpt-4o", true), []string{openaiAuth}, 0, true, true},
+		{"messages stream", "/v1/messages", messagesBody("claude-sonnet-4-5", true), []string{anthropicAuth}, 0, true, true},
+		{"messages to an OpenAI model, translated", "/v1/messages", messagesBody("gpt-4o", true), []string{openaiAuth}, 0, true, true},
+		{"messages whole, capture only", "/v1/messages", messagesBody("claude-sonnet-4-5", false), []string{anthropicAuth, HeaderRecall + ": off"}, 0, true, false},
+		{"probe", "/v1/chat/completions", chatBody("gpt-4o", false), []string{openaiAuth, HeaderMode + ": probe"}, 0, true, true},
+		{"no memory work", "/v1/chat/completions", chatBody("gpt-4o", true), []string{openaiAuth, HeaderRecall + ": off", HeaderCapture + ": off"}, 0, false, false},
+		{"provider error", "/v1/chat/completions", chatBody("gpt-4o", false), []string{openaiAuth}, http.StatusInternalServerError, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,13 +37,21 @@ func TestServerTiming(t *testing.T) {
 			tp := newTestProxy(t)
 			tp.mem.frameDelay = frameTakes
 			for _, up := range []upstreamServer{tp.openai, tp.anthropic} {
-				up.Script(fakeprovider.Reply{Text: "Miso is black.", FirstByteDelay: providerTakes})
+				up.Script(fakeprovider.Reply{Text: "Miso is black.", FirstByteDelay: providerTakes, Status: tt.providerStatus})
 			}
 			status, h, body := tp.post(tt.path, tt.body, tt.headers...)
+			defer tp.settle(1)
+			st := h.Get(HeaderServerTiming)
+			if tt.providerStatus != 0 {
+				// An error is the proxy's answer, whatever the provider said.
+				if status != tt.providerStatus || st != "" {
+					t.Fatalf("status %d, Server-Timing %q; want %d and none", status, st, tt.providerStatus)
+				}
+				return
+			}
 			if status != http.StatusOK {
 				t.Fatalf("status %d: %s", status, body)
 			}
-			st := h.Get(HeaderServerTiming)
 			got := map[string]float64{}
 			for _, m := range regexp.MustCompile(`(\w+);dur=([0-9.]+)`).FindAllStringSubmatch(st, -1) {
 				got[m[1]], _ = strconv.ParseFloat(m[2], 64)
@@ -56,15 +68,11 @@ func TestServerTiming(t *testing.T) {
 			if ok != tt.memory {
 				t.Fatalf("Server-Timing %q: memory reported %v, want %v", st, ok, tt.memory)
 			}
-			if !tt.memory {
-				return
-			}
 			// Capture alone builds no frame; with the frame, memory holds
 			// its time and none of the provider's.
 			if tt.frame && (mem < ms(frameTakes) || mem >= up) {
 				t.Errorf("Server-Timing %q: memory must hold the frame's %v and not the provider's %v", st, frameTakes, providerTakes)
 			}
-			tp.settle(1)
 		})
 	}
 }

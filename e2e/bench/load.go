@@ -73,7 +73,8 @@ func (e Endpoint) Call(ctx context.Context, c *http.Client, body []byte, stream 
 	var t Timing
 	t.FrameItems, _ = strconv.Atoi(resp.Header.Get(proxy.HeaderFrameItems))
 	t.FrameTokens, _ = strconv.Atoi(resp.Header.Get(proxy.HeaderFrameTokens))
-	t.Memory, t.Forward, t.Upstream = serverTiming(resp.Header.Get(proxy.HeaderServerTiming))
+	// A front server may add a Server-Timing line of its own.
+	t.Memory, t.Forward, t.Upstream = serverTiming(strings.Join(resp.Header.Values(proxy.HeaderServerTiming), ","))
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return t, fmt.Errorf("%s: %s: %s", e.URL, resp.Status, bytes.TrimSpace(b))
@@ -241,15 +242,19 @@ func OpenLoop(ctx context.Context, rate float64, d time.Duration, maxInflight in
 // Server-Timing header ("memory;dur=4.2, forward;dur=4.5, upstream;dur=0.9");
 // what it lacks is 0.
 func serverTiming(h string) (memory, forward, upstream time.Duration) {
-	for _, m := range strings.Split(h, ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(m), ";")
-		v, ok := strings.CutPrefix(strings.TrimSpace(params), "dur=")
-		f, err := strconv.ParseFloat(v, 64)
-		if !ok || err != nil {
-			continue
+	for _, metric := range strings.Split(h, ",") {
+		params := strings.Split(metric, ";")
+		var d time.Duration
+		for _, p := range params[1:] {
+			k, v, _ := strings.Cut(p, "=")
+			if strings.TrimSpace(k) != "dur" {
+				continue
+			}
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				d = time.Duration(f * float64(time.Millisecond))
+			}
 		}
-		d := time.Duration(f * float64(time.Millisecond))
-		switch name {
+		switch strings.TrimSpace(params[0]) {
 		case "memory":
 			memory = d
 		case "forward":

@@ -16,6 +16,7 @@ func TestServerTimingHeader(t *testing.T) {
 		{"memory;dur=1.5", 1500 * time.Microsecond, 0, 0},
 		{"cdn-cache;desc=HIT, memory;dur=2", 2 * time.Millisecond, 0, 0},
 		{"memory;desc=x, upstream;dur=abc", 0, 0, 0},
+		{"memory;desc=\"capture\";dur = 3, edge;dur=9,upstream;dur=1", 3 * time.Millisecond, 0, time.Millisecond},
 		{"", 0, 0, 0},
 	}
 	for _, tt := range tests {

@@ -50,10 +50,10 @@ func (r *Report) pipelineSplits(m *mdw) {
 	m.p("")
 	m.p("Where the added time goes, from the `Server-Timing` header of each proxied request (p50 over the rounds):")
 	m.p("\"memory\" is the proxy's capture of the question with the frame built beside it; \"provider, proxied\" the")
-	m.p("time from forwarding the request to the provider's whole answer (these requests are not streamed), set")
-	m.p("against the whole direct request; the rest is what those two leave of the added p50 (the second hop,")
-	m.p("reading and re-encoding the request, the key and conversation lookups, relaying the reply). Medians do")
-	m.p("not add exactly. Milliseconds.")
+	m.p("time from the proxy beginning to forward the request until its answer began (sending it, the provider's whole")
+	m.p("answer and reading it: these requests are not streamed), set against the whole direct request; the rest is")
+	m.p("what those two leave of the added p50 (the second hop, reading and re-encoding the request, the key and")
+	m.p("conversation lookups, relaying the reply). Medians do not add exactly. Milliseconds.")
 	m.p("")
 	m.table([]string{"", "added p50", "memory p50", "provider, proxied p50", "direct p50", "provider's extra", "rest"}, rows)
 }
@@ -71,19 +71,20 @@ func (r *Report) targetSplit(pl *PipelineResult, mp *MemPathResult) (string, boo
 	out := fmt.Sprintf("The pipeline adds %s ms at p50 over calling the provider directly. Its requests' Server-Timing (§2's second"+
 		" table) splits it: memory %s ms, the provider's answer %s ms longer than the direct request's, %s ms the rest.",
 		ms(s.added), ms(s.memory), ms(s.extra), ms(s.rest))
-	out += fmt.Sprintf(" Memory takes %s ms more in the pipeline than the memory path alone (%s ms), whose turns have nothing"+
-		" beside them: here each response is followed at once by the next request, while the previous reply's capture (which"+
-		" holds the tenant's head lock the next live capture waits for) and its request record (with the inspector's copy of"+
-		" the frame, written at once so that a purge finds it: proxy/records.go) are still being written, on the same cores.",
-		ms(s.memory-mp.Total.P50), ms(mp.Total.P50))
-	out += " The provider's answer takes longer proxied because it is sent the frame (thousands of tokens where the direct" +
-		" request holds one exchange), which the proxy sends and the fake provider reads, and the proxy reads the whole reply" +
-		" before it answers."
+	if more := s.memory - mp.Total.P50; more > 0 {
+		out += fmt.Sprintf(" Memory takes %s ms more in the pipeline than the memory path alone (%s ms), whose turns have nothing"+
+			" beside them; here each response is followed at once by the next request, while the previous reply's capture (which"+
+			" holds the tenant's head lock the next live capture waits for) and its request record (with the inspector's copy of"+
+			" the frame, written at once so that a purge finds it: proxy/records.go) are still being written, on the same cores.",
+			ms(more), ms(mp.Total.P50))
+	}
+	out += " The provider's answer, proxied, also holds what the direct request has not: sending the frame (thousands of" +
+		" tokens where the direct request holds one exchange), the fake provider reading it, and the proxy reading the whole" +
+		" reply before it answers."
 	if th, ok := at(r.PipelineV3Thinking, pl.Items); ok {
 		if t, ok := splitOf("", th); ok {
-			out += fmt.Sprintf(" Where the provider takes %s ms on both sides (the row so marked), the direct request between two"+
-				" proxied ones often leaves the reply's capture time to finish: memory %s ms, the provider's extra %s ms, %s ms added in all.",
-				ms(thinkingTime), ms(t.memory), ms(t.extra), ms(t.added))
+			out += fmt.Sprintf(" Where the provider takes %s ms on both sides (the row so marked): memory %s ms, the provider's"+
+				" extra %s ms, %s ms added in all.", ms(thinkingTime), ms(t.memory), ms(t.extra), ms(t.added))
 		}
 	}
 	return out, true

@@ -12,8 +12,8 @@ import (
 // through Perpetuity are set beside its middle ones, split by the proxy's
 // Server-Timing: its handling until it forwarded the request, the
 // provider's response headers as it waited for them, and the rest of the
-// client's wait (both hops, the first event's relay). The direct request of
-// the same pair says how slow the machine was at that moment.
+// client's wait. The direct request of the same pair says how slow the
+// machine was at that moment.
 
 // StreamTail is the proxied first events at or beyond each round's p99
 // beside its middle ones (45th to 55th percentile), means over the rounds.
@@ -24,11 +24,12 @@ type StreamTail struct {
 // StreamGroup is the mean of a set of proxied first events.
 type StreamGroup struct {
 	N int
-	// TTFB is the client's wait for the first event; Forward the proxy's
-	// time until it forwarded the request and Upstream the provider's
-	// response headers as the proxy waited for them (its Server-Timing);
-	// Rest what is left (both hops, the first event's relay); Direct the
-	// same pairs' direct first events.
+	// TTFB is the client's wait for the first event; Forward and Upstream
+	// the proxy's Server-Timing (until it began to forward; sending the
+	// request and waiting for the provider's response headers); Rest what
+	// is left (the client's hop, the server before the handler, the
+	// provider's first event after its headers, its relay); Direct the same
+	// pairs' direct first events.
 	TTFB, Forward, Upstream, Rest, Direct time.Duration
 }
 
@@ -50,8 +51,11 @@ func streamTailOf(rounds [][]streamPair) StreamTail {
 			continue
 		}
 		s := slices.SortedFunc(slices.Values(r), func(a, b streamPair) int { return cmp.Compare(a.via.TTFB, b.via.TTFB) })
-		slow = append(slow, s[rank(len(s), 0.99):]...)
-		middle = append(middle, s[rank(len(s), 0.45):rank(len(s), 0.55)+1]...)
+		// In a round of a few streams the ranks meet: the middle stops
+		// short of the slow ones rather than count them twice.
+		top := rank(len(s), 0.99)
+		slow = append(slow, s[top:]...)
+		middle = append(middle, s[min(rank(len(s), 0.45), top):min(rank(len(s), 0.55)+1, top)]...)
 	}
 	return StreamTail{Slow: meanStreams(slow), Middle: meanStreams(middle)}
 }
@@ -81,9 +85,10 @@ func streamTailLine(t StreamTail) string {
 		return "" // no Server-Timing to split by
 	}
 	return fmt.Sprintf("The %d slowest proxied first events (each round's p99 and beyond) took %s ms on average"+
-		" against %s for the %d middle ones. By the proxy's Server-Timing: its handling until it forwarded the request"+
-		" %s against %s; the provider's response headers, as the proxy waited for them, %s against %s; the rest (both"+
-		" hops and the first event's relay) %s against %s. The direct requests of the same pairs took %s against %s.",
+		" against %s for the %d middle ones. By the proxy's Server-Timing: its handling until it began to forward the"+
+		" request %s against %s; sending the request and waiting for the provider's response headers, as the proxy"+
+		" timed it, %s against %s; the rest (the client's hop, the server before the handler, the provider's first event"+
+		" after its headers and its relay) %s against %s. The direct requests of the same pairs took %s against %s.",
 		s.N, ms(s.TTFB), ms(m.TTFB), m.N, ms(s.Forward), ms(m.Forward), ms(s.Upstream), ms(m.Upstream),
 		ms(s.Rest), ms(m.Rest), ms(s.Direct), ms(m.Direct))
 }

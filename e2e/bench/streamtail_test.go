@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -39,5 +40,35 @@ func TestStreamTail(t *testing.T) {
 	}
 	if streamTailLine(StreamTail{Slow: slow, Middle: StreamGroup{}}) != "" || streamTailLine(tail) == "" {
 		t.Error("the line is written only when both groups have events")
+	}
+}
+
+// TestStreamTailFewStreams: in rounds of a few streams the slow and middle
+// groups never share a stream.
+func TestStreamTailFewStreams(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		perRound, slow, middle int
+	}{
+		{1, 1, 0},
+		{2, 1, 1},
+		{3, 1, 1},
+		{10, 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.perRound), func(t *testing.T) {
+			t.Parallel()
+			var round []streamPair
+			for i := range tt.perRound {
+				round = append(round, streamPair{via: Timing{TTFB: time.Duration(i+1) * time.Millisecond}})
+			}
+			tail := streamTailOf([][]streamPair{round})
+			if tail.Slow.N != tt.slow || tail.Middle.N != tt.middle {
+				t.Fatalf("slow %d, middle %d; want %d, %d", tail.Slow.N, tail.Middle.N, tt.slow, tt.middle)
+			}
+			if tail.Middle.N > 0 && tail.Middle.TTFB >= tail.Slow.TTFB {
+				t.Errorf("the middle (%v) holds the slowest stream (%v)", tail.Middle.TTFB, tail.Slow.TTFB)
+			}
+		})
 	}
 }
