@@ -86,8 +86,8 @@ type turn struct {
 	upStatus  int
 	upLatency time.Duration
 	rounds    int
-	// For Server-Timing (servertiming.go): how long memory took, if the
-	// turn had any memory work, and when the first round was sent.
+	// For Server-Timing (servertiming.go): how long captureAndFrame took,
+	// if it had work, and when the first round was sent.
 	memDur time.Duration
 	memRan bool
 	sent   time.Time
@@ -166,11 +166,9 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 				Explain: p.inspects(t),
 			}
 		}
-		memStart := time.Now()
 		if err := p.captureAndFrame(ctx, c, t, &q, recall); err != nil {
 			return err
 		}
-		t.memDur, t.memRan = time.Since(memStart), recall || p.storesLive(t)
 		if f := t.frame; f != nil {
 			h := c.Response().Header()
 			h.Set(HeaderFrameItems, strconv.Itoa(f.Items))
@@ -209,12 +207,14 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 // (when recall is on, into t.frame), the frame beside the capture: its
 // reads travel while the capture commits (memory.Engine.FrameBeside), and
 // nothing is forwarded before the question is stored. q gets the stored
-// items.
+// items. Its time is the turn's Server-Timing memory.
 func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q *memory.FrameQuery, recall bool) error {
+	if !recall && !p.storesLive(t) {
+		return nil
+	}
+	start := time.Now()
+	defer func() { t.memDur, t.memRan = time.Since(start), true }()
 	if !p.storesLive(t) {
-		if !recall {
-			return nil
-		}
 		f, err := p.mem.Frame(ctx, *q)
 		if err != nil {
 			return p.memoryUnavailable(c, "frame", err)

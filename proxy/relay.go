@@ -46,16 +46,15 @@ func (p *Proxy) send(c echo.Context, t *turn, body []byte) (*http.Response, repl
 		return nil, reply{}, fmt.Errorf("build upstream request: %w", err)
 	}
 	up.Header = t.up.header.Clone()
-	sent := time.Now()
 	if t.rounds == 0 {
-		t.sent = sent
+		t.sent = time.Now()
 	}
 	resp, err := p.client.Do(up)
 	t.rounds++
 	if err == nil {
 		t.upStatus = resp.StatusCode
 		if t.rounds == 1 {
-			t.upLatency = time.Since(sent)
+			t.upLatency = time.Since(t.sent)
 		}
 	}
 	if err != nil {

@@ -201,17 +201,9 @@ func (r *Report) pipeline(m *mdw) {
 	m.p("per user; every request stores the question and, after the reply, the answer. Concurrency 1; milliseconds.")
 	m.p("")
 	var rows [][]string
-	row := func(label string, p PipelineResult) []string {
-		return append(pairedRow(label, p.Paired), strconv.Itoa(p.FrameItems), strconv.Itoa(p.FrameTokens), ms(p.First))
-	}
-	for _, p := range r.Pipeline {
-		rows = append(rows, row(itemsLabel(p.Items)+" items", p))
-		if p3, ok := at(r.PipelineV3, p.Items); ok {
-			rows = append(rows, row(itemsLabel(p.Items)+" items, v3", p3))
-		}
-		if p3, ok := at(r.PipelineV3Thinking, p.Items); ok {
-			rows = append(rows, row(itemsLabel(p.Items)+" items, v3, provider answers in "+ms(thinkingTime)+" ms", p3))
-		}
+	for _, lp := range r.pipelineRows() {
+		p := lp.PipelineResult
+		rows = append(rows, append(pairedRow(lp.label, p.Paired), strconv.Itoa(p.FrameItems), strconv.Itoa(p.FrameTokens), ms(p.First)))
 	}
 	m.table(append(pairedHead(), "frame items", "frame tokens", "first request"), rows)
 	m.p("\"first request\" is the first request after the tenant grew: the server's resident arena catches up on")

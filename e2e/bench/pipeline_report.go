@@ -27,21 +27,34 @@ func splitOf(label string, p PipelineResult) (pipeSplit, bool) {
 	return s, true
 }
 
+// labeledPipe is one row of §2 with its label.
+type labeledPipe struct {
+	label string
+	PipelineResult
+}
+
+// pipelineRows are §2's rows in the report's order: at each size the bench
+// tenant, its twin on v3, and the v3 twin whose provider takes its time.
+func (r *Report) pipelineRows() []labeledPipe {
+	var out []labeledPipe
+	for _, p := range r.Pipeline {
+		out = append(out, labeledPipe{itemsLabel(p.Items) + " items", p})
+		if p3, ok := at(r.PipelineV3, p.Items); ok {
+			out = append(out, labeledPipe{itemsLabel(p.Items) + " items, v3", p3})
+		}
+		if p3, ok := at(r.PipelineV3Thinking, p.Items); ok {
+			out = append(out, labeledPipe{itemsLabel(p.Items) + " items, v3, provider answers in " + ms(thinkingTime) + " ms", p3})
+		}
+	}
+	return out
+}
+
 // pipelineSplits writes the table of where §2's added time goes.
 func (r *Report) pipelineSplits(m *mdw) {
 	var rows [][]string
-	add := func(label string, p PipelineResult) {
-		if s, ok := splitOf(label, p); ok {
+	for _, lp := range r.pipelineRows() {
+		if s, ok := splitOf(lp.label, lp.PipelineResult); ok {
 			rows = append(rows, []string{s.label, ms(s.added), ms(s.memory), ms(s.upstream), ms(s.direct), ms(s.extra), ms(s.rest)})
-		}
-	}
-	for _, p := range r.Pipeline {
-		add(itemsLabel(p.Items)+" items", p)
-		if p3, ok := at(r.PipelineV3, p.Items); ok {
-			add(itemsLabel(p.Items)+" items, v3", p3)
-		}
-		if p3, ok := at(r.PipelineV3Thinking, p.Items); ok {
-			add(itemsLabel(p.Items)+" items, v3, provider answers in "+ms(thinkingTime)+" ms", p3)
 		}
 	}
 	if len(rows) == 0 {

@@ -18,6 +18,6 @@ const ErasureLockSQL = erasureLockSQL
 // QuoteRecord is what RecordRequests sends for a record quoting memory:
 // the erasure lock it holds shared, then its statement and arguments.
 func QuoteRecord(r RequestRecord) (lock, stmt string, args []any, err error) {
-	stmt, args, _, err = recordStatement(r)
+	stmt, args, err = recordStatement(r)
 	return quoteLockSQL, stmt, args, err
 }

@@ -115,11 +115,10 @@ func (db *DB) RecordRequests(ctx context.Context, recs []RequestRecord) error {
 	lz4 := false
 	for i, r := range recs {
 		var err error
-		var inspected bool
-		if qs[i], args[i], inspected, err = recordStatement(r); err != nil {
+		if qs[i], args[i], err = recordStatement(r); err != nil {
 			return fmt.Errorf("record request %s: %w", r.RequestID, err)
 		}
-		lz4 = lz4 || inspected
+		lz4 = lz4 || quotes(qs[i])
 	}
 	err := db.recordBatch(ctx, recs, lz4, qs, args)
 	var pe *pgconn.PgError
@@ -132,9 +131,8 @@ func (db *DB) RecordRequests(ctx context.Context, recs []RequestRecord) error {
 	return nil
 }
 
-// recordStatement is the statement that stores r, its arguments, and
-// whether it keeps an inspection (which is compressed with lz4).
-func recordStatement(r RequestRecord) (string, []any, bool, error) {
+// recordStatement is the statement that stores r and its arguments.
+func recordStatement(r RequestRecord) (string, []any, error) {
 	args := []any{r.TenantID, r.RequestID, r.UserID, r.Dialect, r.Provider, r.Model,
 		r.Status, r.Streamed, r.TokensIn, r.TokensOut, r.FrameItems, r.FrameTokens, r.DurationMS, r.KeyID, nil}
 	if !r.At.IsZero() {
@@ -144,16 +142,20 @@ func recordStatement(r RequestRecord) (string, []any, bool, error) {
 	case r.Inspection != nil && r.InspectRetention > 0:
 		doc, err := json.Marshal(r.Inspection)
 		if err != nil {
-			return "", nil, false, fmt.Errorf("inspection: %w", err)
+			return "", nil, fmt.Errorf("inspection: %w", err)
 		}
 		ids, shown, others, othersShown := r.Inspection.index(r.UserID)
 		return insertInspectedSQL, append(args, doc, ids, shown, r.InspectRetention.Seconds(), r.PruneInspections,
-			r.Inspection.Question, others, othersShown, r.Seen), true, nil
+			r.Inspection.Question, others, othersShown, r.Seen), nil
 	case r.PruneInspections:
-		return insertPrunedSQL, append(args, max(r.InspectRetention, 0).Seconds()), false, nil
+		return insertPrunedSQL, append(args, max(r.InspectRetention, 0).Seconds()), nil
 	}
-	return insertRequestSQL, args, false, nil
+	return insertRequestSQL, args, nil
 }
+
+// quotes says a record's statement keeps an inspection, which quotes
+// memory: it is compressed with lz4 and written under the erasure lock.
+func quotes(stmt string) bool { return stmt == insertInspectedSQL }
 
 func (db *DB) recordBatch(ctx context.Context, recs []RequestRecord, lz4 bool, qs []string, args [][]any) error {
 	b := &pgx.Batch{}
@@ -162,7 +164,7 @@ func (db *DB) recordBatch(ctx context.Context, recs []RequestRecord, lz4 bool, q
 	}
 	for i, r := range recs {
 		b.Queue(setTenantGenericSQL, strconv.FormatInt(r.TenantID, 10))
-		if qs[i] == insertInspectedSQL {
+		if quotes(qs[i]) {
 			// A record quoting memory: the lock before the statement,
 			// whose snapshot then sees an erasure that held it (erasure.go).
 			b.Queue(quoteLockSQL, r.TenantID)
