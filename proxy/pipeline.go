@@ -193,11 +193,14 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		p.limits.Charge(key.KeyID, spent(reply, len(out)))
 		status := responseStatus(c, err)
 		// The reply is out; storing it must not hold the response open.
+		// The record keeps when it ended, not when its capture did: a
+		// slow capture would otherwise order it after a later request.
+		ended := time.Now()
 		p.after.Add(1)
 		go func() {
 			defer p.after.Done()
 			p.captureReply(t, reply)
-			p.record(t, reply, status)
+			p.record(t, reply, status, ended)
 		}()
 		return err
 	}
@@ -384,12 +387,12 @@ const pruneInterval = time.Minute
 
 // record keeps the request's figures for the console, in the next batch
 // of records (records.go): it runs after the reply went out.
-func (p *Proxy) record(t *turn, r reply, status int) {
+func (p *Proxy) record(t *turn, r reply, status int, ended time.Time) {
 	rec := store.RequestRecord{
 		TenantID: t.who.TenantID, RequestID: t.rid, UserID: t.who.UserID, KeyID: t.keyID, Dialect: t.in.dialect.String(),
 		Provider: t.up.provider, Model: t.in.model, Status: status, Streamed: t.in.stream,
-		TokensIn: r.usage.in, TokensOut: r.usage.out, DurationMS: float64(time.Since(t.start).Microseconds()) / 1000,
-		At: time.Now(),
+		TokensIn: r.usage.in, TokensOut: r.usage.out, DurationMS: float64(ended.Sub(t.start).Microseconds()) / 1000,
+		At: ended,
 	}
 	if t.frame != nil {
 		rec.FrameItems, rec.FrameTokens = t.frame.Items, t.frame.Tokens
