@@ -159,12 +159,14 @@ func (r *Report) pass(m *mdw) {
 		pairedRow("streaming: gap between events", p.Gap),
 		pairedRow("*plain Go proxy*, non-streaming, concurrency 1", p.Hop),
 		pairedRow("*plain Go proxy*, streaming: time to first event", p.HopTTFB),
+		pairedRow("*plain Go proxy*, streaming: gap between events", p.HopGap),
 	})
-	m.p("The last two rows put the plainest Go proxy where Perpetuity is (e2e/bench/hop.go: net/http in and out,")
+	m.p("The last three rows put the plainest Go proxy where Perpetuity is (e2e/bench/hop.go: net/http in and out,")
 	m.p("the body copied as it arrives and flushed after every read): what one more HTTP hop costs on this")
 	m.p("machine, whatever the proxy does besides.")
 	m.p("")
-	m.p("Added time per event over the whole stream ((stream time via Perpetuity - direct) / gaps): %s µs.", us(p.GapMeanAdded))
+	m.p("Added time per event over the whole stream ((stream time via Perpetuity - direct) / gaps): %s µs; through the plain Go proxy %s µs.",
+		us(p.GapMeanAdded), us(p.HopGapMeanAdded))
 	if l := streamTailLine(p.TTFBTail); l != "" {
 		m.p("")
 		m.p("%s", l)

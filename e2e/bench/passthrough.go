@@ -23,7 +23,9 @@ type PassResult struct {
 	// Hop and HopTTFB are the same comparisons for the plainest Go proxy
 	// (hop.go) in place of Perpetuity: the share of the added time any
 	// proxy in Go costs on this machine.
-	Hop, HopTTFB Paired
+	Hop, HopTTFB, HopGap Paired
+	// HopGapMeanAdded is GapMeanAdded for the plain Go proxy.
+	HopGapMeanAdded time.Duration
 	// Peer is the Portkey gateway in Perpetuity's place (peer_run.go), or
 	// why it was not measured; nil when the run had no peer to try.
 	Peer *PeerResult
@@ -102,6 +104,17 @@ func streamTime(ts []Timing) (mean time.Duration, events int) {
 	return sum / time.Duration(len(ts)), events
 }
 
+// meanGapAdded is the subject's added stream time spread over its gaps;
+// false when the streams had no gaps.
+func meanGapAdded(base, subject []Timing) (time.Duration, bool) {
+	bm, ev := streamTime(base)
+	sm, _ := streamTime(subject)
+	if ev <= 1 {
+		return 0, false
+	}
+	return (sm - bm) / time.Duration(ev-1), true
+}
+
 // caller sends body to one of two endpoints by side.
 func (r *rig) caller(sides [2]Endpoint, body []byte, stream bool) func(ctx context.Context, side, i int) (Timing, error) {
 	return func(ctx context.Context, side, _ int) (Timing, error) {
@@ -149,7 +162,8 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		return nil, err
 	}
 	var c1, cm, ttfb, gap, hop, hopTTFB [][2][]time.Duration
-	var meanAdded []time.Duration
+	var hopGap [][2][]time.Duration
+	var meanAdded, hopMeanAdded []time.Duration
 	var streams [][]streamPair
 	for round := range cfg.Rounds {
 		lg.printf("pass-through: round %d/%d", round+1, cfg.Rounds)
@@ -176,11 +190,9 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		ttfb = append(ttfb, [2][]time.Duration{ttfbs(b), ttfbs(s)})
 		streams = append(streams, pairStreams(b, s))
 		gap = append(gap, [2][]time.Duration{gaps(b), gaps(s)})
-		bm, ev := streamTime(b)
-		sm, _ := streamTime(s)
-		if ev > 1 {
-			meanAdded = append(meanAdded, (sm-bm)/time.Duration(ev-1))
-			res.Events = ev
+		if a, ok := meanGapAdded(b, s); ok {
+			meanAdded = append(meanAdded, a)
+			_, res.Events = streamTime(b)
 		}
 		b, s, f, err = Interleave(ctx, 1, cfg.PassPairs, hopPlain)
 		if err != nil {
@@ -194,11 +206,16 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		}
 		res.Failed += f
 		hopTTFB = append(hopTTFB, [2][]time.Duration{ttfbs(b), ttfbs(s)})
+		hopGap = append(hopGap, [2][]time.Duration{gaps(b), gaps(s)})
+		if a, ok := meanGapAdded(b, s); ok {
+			hopMeanAdded = append(hopMeanAdded, a)
+		}
 		peer.round(ctx, cfg, round)
 	}
 	res.Peer = peer.result()
 	res.C1, res.CMany, res.TTFB, res.Gap = Pair(c1), Pair(cm), Pair(ttfb), Pair(gap)
-	res.Hop, res.HopTTFB = Pair(hop), Pair(hopTTFB)
+	res.Hop, res.HopTTFB, res.HopGap = Pair(hop), Pair(hopTTFB), Pair(hopGap)
+	res.HopGapMeanAdded = Median(hopMeanAdded)
 	res.TTFBTail = streamTailOf(streams)
 	res.GapMeanAdded = Median(meanAdded)
 

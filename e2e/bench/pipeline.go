@@ -25,8 +25,10 @@ type PipelineResult struct {
 	Failed int
 	// Memory and Upstream are the proxied requests' Server-Timing: the
 	// proxy's capture and frame, and the provider's answer as the proxy
-	// waited for it.
-	Memory, Upstream Rounds
+	// waited for it. Handling is the rest of the proxy's work before it
+	// forwarded the request (Server-Timing's forward less memory: reading
+	// the request, the lookups, splicing the frame in and encoding it).
+	Memory, Upstream, Handling Rounds
 }
 
 // liveRequests are the questions of a size: each asked by the owner of a
@@ -108,7 +110,7 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 	}
 	rounds := make([][][2][]time.Duration, len(sides))
 	items, tokens := make([][]int, len(sides)), make([][]int, len(sides))
-	mems, ups := make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides))
+	mems, ups, hands := make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides))
 	for round := range cfg.Rounds {
 		for i, s := range sides {
 			lg.printf("pipeline %s: round %d/%d", strings.TrimSpace(itemsLabel(s.t.Items)+" "+s.label), round+1, cfg.Rounds)
@@ -120,18 +122,18 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 			}
 			res[i].Failed += f
 			rounds[i] = append(rounds[i], [2][]time.Duration{totals(b), totals(sb)})
-			var m, u []time.Duration
+			var m, u, h []time.Duration
 			for _, x := range sb {
 				items[i], tokens[i] = append(items[i], x.FrameItems), append(tokens[i], x.FrameTokens)
-				m, u = append(m, x.Memory), append(u, x.Upstream)
+				m, u, h = append(m, x.Memory), append(u, x.Upstream), append(h, x.Forward-x.Memory)
 			}
-			mems[i], ups[i] = append(mems[i], m), append(ups[i], u)
+			mems[i], ups[i], hands[i] = append(mems[i], m), append(ups[i], u), append(hands[i], h)
 		}
 	}
 	for i := range sides {
 		res[i].Paired = Pair(rounds[i])
 		res[i].FrameItems, res[i].FrameTokens = Median(items[i]), Median(tokens[i])
-		res[i].Memory, res[i].Upstream = Fold(mems[i]), Fold(ups[i])
+		res[i].Memory, res[i].Upstream, res[i].Handling = Fold(mems[i]), Fold(ups[i]), Fold(hands[i])
 	}
 	return res, nil
 }

@@ -6,24 +6,24 @@ import (
 )
 
 // pipeSplit is where one §2 row's added p50 goes, from the proxied
-// requests' Server-Timing: the proxy's memory work, the provider's answer
-// beyond what the direct request took, and the rest (the second hop,
-// reading and re-encoding the request, the lookups, relaying the reply).
-// Medians do not add, so the rest is what the other two leave of the
+// requests' Server-Timing: the proxy's memory work, its other handling
+// before it forwarded the request, the provider's answer beyond what the
+// direct request took, and the rest (the second hop and relaying the
+// reply). Medians do not add, so the rest is what the others leave of the
 // added p50, not a measurement of its own.
 type pipeSplit struct {
-	label                           string
-	added, memory, upstream, direct time.Duration
-	extra, rest                     time.Duration
+	label                                     string
+	added, memory, handling, upstream, direct time.Duration
+	extra, rest                               time.Duration
 }
 
 func splitOf(label string, p PipelineResult) (pipeSplit, bool) {
 	if p.Memory.N == 0 || p.Memory.P50 == 0 {
 		return pipeSplit{}, false // a server without Server-Timing
 	}
-	s := pipeSplit{label: label, added: p.Added50, memory: p.Memory.P50, upstream: p.Upstream.P50, direct: p.Base.P50}
+	s := pipeSplit{label: label, added: p.Added50, memory: p.Memory.P50, handling: p.Handling.P50, upstream: p.Upstream.P50, direct: p.Base.P50}
 	s.extra = s.upstream - s.direct
-	s.rest = s.added - s.memory - s.extra
+	s.rest = s.added - s.memory - s.handling - s.extra
 	return s, true
 }
 
@@ -54,7 +54,7 @@ func (r *Report) pipelineSplits(m *mdw) {
 	var rows [][]string
 	for _, lp := range r.pipelineRows() {
 		if s, ok := splitOf(lp.label, lp.PipelineResult); ok {
-			rows = append(rows, []string{s.label, ms(s.added), ms(s.memory), ms(s.upstream), ms(s.direct), ms(s.extra), ms(s.rest)})
+			rows = append(rows, []string{s.label, ms(s.added), ms(s.memory), ms(s.handling), ms(s.upstream), ms(s.direct), ms(s.extra), ms(s.rest)})
 		}
 	}
 	if len(rows) == 0 {
@@ -62,13 +62,14 @@ func (r *Report) pipelineSplits(m *mdw) {
 	}
 	m.p("")
 	m.p("Where the added time goes, from the `Server-Timing` header of each proxied request (p50 over the rounds):")
-	m.p("\"memory\" is the proxy's capture of the question with the frame built beside it; \"provider, proxied\" the")
-	m.p("time from the proxy beginning to forward the request until its answer began (sending it, the provider's whole")
-	m.p("answer and reading it: these requests are not streamed), set against the whole direct request; the rest is")
-	m.p("what those two leave of the added p50 (the second hop, reading and re-encoding the request, the key and")
-	m.p("conversation lookups, relaying the reply). Medians do not add exactly. Milliseconds.")
+	m.p("\"memory\" is the proxy's capture of the question with the frame built beside it; \"handling\" the rest of the")
+	m.p("proxy's work before it forwarded the request (reading and parsing it, the key and conversation lookups, splicing")
+	m.p("the frame in and encoding the request); \"provider, proxied\" the time from the proxy beginning to forward the")
+	m.p("request until its answer began (sending it, the provider's whole answer and reading it: these requests are not")
+	m.p("streamed), set against the whole direct request; the rest is what those leave of the added p50 (the second hop")
+	m.p("and relaying the reply). Medians do not add exactly. Milliseconds.")
 	m.p("")
-	m.table([]string{"", "added p50", "memory p50", "provider, proxied p50", "direct p50", "provider's extra", "rest"}, rows)
+	m.table([]string{"", "added p50", "memory p50", "handling p50", "provider, proxied p50", "direct p50", "provider's extra", "rest"}, rows)
 }
 
 // targetSplit says, from the Server-Timing split, where the target row's
@@ -82,8 +83,9 @@ func (r *Report) targetSplit(pl *PipelineResult, mp *MemPathResult) (string, boo
 		return "", false
 	}
 	out := fmt.Sprintf("The pipeline adds %s ms at p50 over calling the provider directly. Its requests' Server-Timing (§2's second"+
-		" table) splits it: memory %s ms, the provider's answer %s ms longer than the direct request's, %s ms the rest.",
-		ms(s.added), ms(s.memory), ms(s.extra), ms(s.rest))
+		" table) splits it: memory %s ms, the proxy's other handling before it forwarded %s ms, the provider's answer %s ms longer"+
+		" than the direct request's, %s ms the rest.",
+		ms(s.added), ms(s.memory), ms(s.handling), ms(s.extra), ms(s.rest))
 	if more := s.memory - mp.Total.P50; more > 0 {
 		out += fmt.Sprintf(" Memory takes %s ms more in the pipeline than the memory path alone (%s ms), whose turns have nothing"+
 			" beside them; here each response is followed at once by the next request, while the previous reply's capture (which"+

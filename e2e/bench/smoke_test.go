@@ -47,6 +47,7 @@ func TestSmokeRun(t *testing.T) {
 		"## Machine", "| PostgreSQL | ", "| Go | go",
 		"## Targets",
 		"## 1. Pass-through overhead", "| non-streaming, concurrency 1 |", "| streaming: time to first event |",
+		"| *plain Go proxy*, streaming: gap between events |", "; through the plain Go proxy ",
 		"| conversation upsert |", "slowest proxied first events (each round's p99 and beyond)", "By the proxy's Server-Timing: its handling until it began to forward the request",
 		"### Beside the Portkey gateway", "not measured in smoke mode", "| Bifrost | 0.44-0.62 |",
 		"## 2. Full pipeline overhead", "| 300 items |", "| 300 items, v3 |", "| 300 items, v3, provider answers in 20.0 ms |",
@@ -66,14 +67,18 @@ func TestSmokeRun(t *testing.T) {
 		}
 	}
 	// The proxied requests' Server-Timing split their added time: memory
-	// took some of it in every row (a server that sent none has no table).
-	split := regexp.MustCompile(`(?m)^\| 300 items[^|]* \| [0-9.]+ \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| -?[0-9.]+ \|$`).FindAllStringSubmatch(doc, -1)
+	// and the proxy's other handling took some of it in every row (a server
+	// that sent none has no table).
+	split := regexp.MustCompile(`(?m)^\| 300 items[^|]* \| [0-9.]+ \| ([0-9.]+) \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| -?[0-9.]+ \|$`).FindAllStringSubmatch(doc, -1)
 	if len(split) != 3 {
 		t.Errorf("want the Server-Timing split of 3 pipeline rows, got %d", len(split))
 	}
 	for _, m := range split {
 		if f, _ := strconv.ParseFloat(m[1], 64); f <= 0 {
 			t.Errorf("split row with no memory time: %s", m[0])
+		}
+		if f, _ := strconv.ParseFloat(m[2], 64); f <= 0 {
+			t.Errorf("split row with no handling time: %s", m[0])
 		}
 	}
 	// Each growth's checkpoint ran where the role may take one, and the
