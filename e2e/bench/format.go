@@ -42,3 +42,6 @@ func us(d time.Duration) string {
 	}
 	return trimFloat(v, 1)
 }
+
+// kB is n bytes in kB, to one decimal.
+func kB(n int) string { return trimFloat(float64(n)/1000, 1) }

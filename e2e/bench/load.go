@@ -44,6 +44,9 @@ type Timing struct {
 	// request, and the provider's answer as it waited for it (0 when
 	// absent).
 	Memory, Forward, Upstream time.Duration
+	// UpBytes is the size of the request body the provider got for this
+	// call (set by the pipeline's caller only).
+	UpBytes int
 }
 
 // newClient is the load tool's HTTP client: keep-alive, enough idle

@@ -28,7 +28,15 @@ type PipelineResult struct {
 	// waited for it. Handling is the rest of the proxy's work before it
 	// forwarded the request (Server-Timing's forward less memory: reading
 	// the request, the lookups, splicing the frame in and encoding it).
-	Memory, Upstream, Handling Rounds
+	// Outside is what the client waited beyond forward and upstream: its
+	// hop, the server before the handler, and the reply's way back.
+	Memory, Upstream, Handling, Outside Rounds
+	// UpBytes is the median size of the request the provider got (the
+	// question with its frame); Sized is the provider called directly with
+	// a request that size against the plain question, in the same rounds:
+	// what the frame's bytes cost the provider, whatever the proxy does.
+	UpBytes int
+	Sized   Paired
 }
 
 // liveRequests are the questions of a size: each asked by the owner of a
@@ -69,7 +77,23 @@ func (r *rig) pipelineCallerFor(t *Tenant, lr liveRequests, model string) func(c
 		if side == 0 {
 			return direct.Call(ctx, r.client, body, false)
 		}
-		return px[lr.user[k]-1].Call(ctx, r.client, body, false)
+		t, err := px[lr.user[k]-1].Call(ctx, r.client, body, false)
+		t.UpBytes = int(r.lastBody.Load())
+		return t, err
+	}
+}
+
+// sizedCaller sends the provider the same question directly, as a request
+// of size bytes (side 1) or as it is (side 0): what the provider's answer
+// costs for the size of the request the frame makes.
+func (r *rig) sizedCaller(lr liveRequests, model string, size int) func(ctx context.Context, side, i int) (Timing, error) {
+	direct := r.direct()
+	return func(ctx context.Context, side, i int) (Timing, error) {
+		k := i % len(lr.text)
+		if side == 0 {
+			return direct.Call(ctx, r.client, chatBodyFor(model, lr.text[k], false), false)
+		}
+		return direct.Call(ctx, r.client, paddedChatBody(model, lr.text[k], size), false)
 	}
 }
 
@@ -110,7 +134,8 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 	}
 	rounds := make([][][2][]time.Duration, len(sides))
 	items, tokens := make([][]int, len(sides)), make([][]int, len(sides))
-	mems, ups, hands := make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides))
+	sized, upBytes := make([][][2][]time.Duration, len(sides)), make([][]int, len(sides))
+	mems, ups, hands, outs := make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides)), make([][][]time.Duration, len(sides))
 	for round := range cfg.Rounds {
 		for i, s := range sides {
 			lg.printf("pipeline %s: round %d/%d", strings.TrimSpace(itemsLabel(s.t.Items)+" "+s.label), round+1, cfg.Rounds)
@@ -122,18 +147,31 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 			}
 			res[i].Failed += f
 			rounds[i] = append(rounds[i], [2][]time.Duration{totals(b), totals(sb)})
-			var m, u, h []time.Duration
+			var m, u, h, o []time.Duration
 			for _, x := range sb {
 				items[i], tokens[i] = append(items[i], x.FrameItems), append(tokens[i], x.FrameTokens)
 				m, u, h = append(m, x.Memory), append(u, x.Upstream), append(h, x.Forward-x.Memory)
+				o = append(o, x.Total-x.Forward-x.Upstream)
 			}
-			mems[i], ups[i], hands[i] = append(mems[i], m), append(ups[i], u), append(hands[i], h)
+			mems[i], ups[i], hands[i], outs[i] = append(mems[i], m), append(ups[i], u), append(hands[i], h), append(outs[i], o)
+			var n []int
+			for _, x := range sb {
+				n = append(n, x.UpBytes)
+			}
+			upBytes[i] = append(upBytes[i], n...)
+			b, sb, f, err = Interleave(ctx, 1, max(5, cfg.PipelinePairs/2), r.sizedCaller(lr, cmp.Or(s.model, benchModel), Median(n)))
+			if err != nil {
+				return nil, fmt.Errorf("pipeline, a request the frame's size: %w", err)
+			}
+			res[i].Failed += f
+			sized[i] = append(sized[i], [2][]time.Duration{totals(b), totals(sb)})
 		}
 	}
 	for i := range sides {
 		res[i].Paired = Pair(rounds[i])
 		res[i].FrameItems, res[i].FrameTokens = Median(items[i]), Median(tokens[i])
-		res[i].Memory, res[i].Upstream, res[i].Handling = Fold(mems[i]), Fold(ups[i]), Fold(hands[i])
+		res[i].Memory, res[i].Upstream, res[i].Handling, res[i].Outside = Fold(mems[i]), Fold(ups[i]), Fold(hands[i]), Fold(outs[i])
+		res[i].Sized, res[i].UpBytes = Pair(sized[i]), Median(upBytes[i])
 	}
 	return res, nil
 }

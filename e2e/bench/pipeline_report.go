@@ -8,22 +8,23 @@ import (
 // pipeSplit is where one §2 row's added p50 goes, from the proxied
 // requests' Server-Timing: the proxy's memory work, its other handling
 // before it forwarded the request, the provider's answer beyond what the
-// direct request took, and the rest (the second hop and relaying the
-// reply). Medians do not add, so the rest is what the others leave of the
-// added p50, not a measurement of its own.
+// direct request took, and what the client waited outside the server's
+// timed window (its hop, the server before the handler, the reply's way
+// back). Each is a p50 of its own, so they do not add up exactly.
 type pipeSplit struct {
-	label                                     string
-	added, memory, handling, upstream, direct time.Duration
-	extra, rest                               time.Duration
+	label                                              string
+	added, memory, handling, upstream, direct, outside time.Duration
+	extra, size                                        time.Duration
+	upBytes                                            int
 }
 
 func splitOf(label string, p PipelineResult) (pipeSplit, bool) {
 	if p.Memory.N == 0 || p.Memory.P50 == 0 {
 		return pipeSplit{}, false // a server without Server-Timing
 	}
-	s := pipeSplit{label: label, added: p.Added50, memory: p.Memory.P50, handling: p.Handling.P50, upstream: p.Upstream.P50, direct: p.Base.P50}
+	s := pipeSplit{label: label, added: p.Added50, memory: p.Memory.P50, handling: p.Handling.P50, upstream: p.Upstream.P50,
+		direct: p.Base.P50, outside: p.Outside.P50, size: p.Sized.Added50, upBytes: p.UpBytes}
 	s.extra = s.upstream - s.direct
-	s.rest = s.added - s.memory - s.handling - s.extra
 	return s, true
 }
 
@@ -54,7 +55,7 @@ func (r *Report) pipelineSplits(m *mdw) {
 	var rows [][]string
 	for _, lp := range r.pipelineRows() {
 		if s, ok := splitOf(lp.label, lp.PipelineResult); ok {
-			rows = append(rows, []string{s.label, ms(s.added), ms(s.memory), ms(s.handling), ms(s.upstream), ms(s.direct), ms(s.extra), ms(s.rest)})
+			rows = append(rows, []string{s.label, ms(s.added), ms(s.memory), ms(s.handling), ms(s.upstream), ms(s.direct), ms(s.extra), ms(s.size), kB(s.upBytes), ms(s.outside)})
 		}
 	}
 	if len(rows) == 0 {
@@ -66,10 +67,14 @@ func (r *Report) pipelineSplits(m *mdw) {
 	m.p("proxy's work before it forwarded the request (reading and parsing it, the key and conversation lookups, splicing")
 	m.p("the frame in and encoding the request); \"provider, proxied\" the time from the proxy beginning to forward the")
 	m.p("request until its answer began (sending it, the provider's whole answer and reading it: these requests are not")
-	m.p("streamed), set against the whole direct request; the rest is what those leave of the added p50 (the second hop")
-	m.p("and relaying the reply). Medians do not add exactly. Milliseconds.")
+	m.p("streamed), set against the whole direct request; \"size alone\" the provider called directly, in the same rounds, with")
+	m.p("a request as large as the proxied one (a padded system message; \"request\" its median size) against the plain")
+	m.p("question: the share of the provider's extra that the frame's bytes cost the provider, whoever sends them;")
+	m.p("\"outside\" what the client waited beyond those two Server-Timing")
+	m.p("spans (the client's hop, the server before the handler, the reply's way back), request by request. Each column")
+	m.p("is a p50 of its own, so they do not add up to the added p50 exactly. Milliseconds.")
 	m.p("")
-	m.table([]string{"", "added p50", "memory p50", "handling p50", "provider, proxied p50", "direct p50", "provider's extra", "rest"}, rows)
+	m.table([]string{"", "added p50", "memory p50", "handling p50", "provider, proxied p50", "direct p50", "provider's extra", "size alone", "request (kB)", "outside"}, rows)
 }
 
 // targetSplit says, from the Server-Timing split, where the target row's
@@ -84,8 +89,8 @@ func (r *Report) targetSplit(pl *PipelineResult, mp *MemPathResult) (string, boo
 	}
 	out := fmt.Sprintf("The pipeline adds %s ms at p50 over calling the provider directly. Its requests' Server-Timing (§2's second"+
 		" table) splits it: memory %s ms, the proxy's other handling before it forwarded %s ms, the provider's answer %s ms longer"+
-		" than the direct request's, %s ms the rest.",
-		ms(s.added), ms(s.memory), ms(s.handling), ms(s.extra), ms(s.rest))
+		" than the direct request's, %s ms outside the server's timed spans (each a p50 of its own).",
+		ms(s.added), ms(s.memory), ms(s.handling), ms(s.extra), ms(s.outside))
 	if more := s.memory - mp.Total.P50; more > 0 {
 		out += fmt.Sprintf(" Memory takes %s ms more in the pipeline than the memory path alone (%s ms), whose turns have nothing"+
 			" beside them; here each response is followed at once by the next request, while the previous reply's capture (which"+
@@ -96,6 +101,10 @@ func (r *Report) targetSplit(pl *PipelineResult, mp *MemPathResult) (string, boo
 	out += " The provider's answer, proxied, also holds what the direct request has not: sending the frame (thousands of" +
 		" tokens where the direct request holds one exchange), the fake provider reading it, and the proxy reading the whole" +
 		" reply before it answers."
+	if s.upBytes > 0 {
+		out += fmt.Sprintf(" Called directly with a request as large (%s kB), the provider takes %s ms longer than with the plain"+
+			" question: that much of its extra is the frame's size, whoever sends it.", kB(s.upBytes), ms(s.size))
+	}
 	if th, ok := at(r.PipelineV3Thinking, pl.Items); ok {
 		if t, ok := splitOf("", th); ok {
 			out += fmt.Sprintf(" Where the provider takes %s ms on both sides (the row so marked): memory %s ms, the provider's"+

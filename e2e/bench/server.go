@@ -32,6 +32,9 @@ type rig struct {
 	// served counts the requests the fake provider answered, whoever sent
 	// them: how the bench knows a peer gateway really forwarded.
 	served *atomic.Int64
+	// lastBody is the body size of the request the fake provider answered
+	// last: at concurrency 1, the one the last call made it send.
+	lastBody *atomic.Int64
 }
 
 // replyWords is what the fake answers: Chunks words, streamed one per delta.
@@ -49,10 +52,11 @@ func replyWords(n int) string {
 func startRig(ctx context.Context, start StartFunc, dbURL string, chunks int, chunkDelay time.Duration) (*rig, error) {
 	fake := fakeprovider.New()
 	reply := fakeprovider.Reply{Text: replyWords(chunks), Chunks: chunks, ChunkDelay: chunkDelay}
-	served := new(atomic.Int64)
+	served, lastBody := new(atomic.Int64), new(atomic.Int64)
 	slow := reply
 	slow.FirstByteDelay = thinkingTime
 	fake.SetDefault(func(rec fakeprovider.Recorded) fakeprovider.Reply {
+		lastBody.Store(int64(len(rec.Body)))
 		if served.Add(1)%256 == 0 {
 			fake.Reset() // the fake records every request; the bench needs none of them
 		}
@@ -69,7 +73,7 @@ func startRig(ctx context.Context, start StartFunc, dbURL string, chunks int, ch
 		up.Close()
 		return nil, fmt.Errorf("start perpetuity: %w", err)
 	}
-	return &rig{fake: fake, upstream: up, hop: hop, base: base, stop: stop, client: newClient(128), served: served}, nil
+	return &rig{fake: fake, upstream: up, hop: hop, base: base, stop: stop, client: newClient(128), served: served, lastBody: lastBody}, nil
 }
 
 func (r *rig) close() {
@@ -119,6 +123,31 @@ const (
 // chatBody is a small but typical chat request: a system prompt, one
 // earlier exchange and the live question.
 func chatBody(live string, stream bool) []byte { return chatBodyFor(benchModel, live, stream) }
+
+// paddedChatBody is chatBodyFor with a second system message of plain
+// words making it size bytes (or as it is, if it is that long already): a
+// direct request as large as the proxied one with its frame.
+func paddedChatBody(model, live string, size int) []byte {
+	base := chatBodyFor(model, live, false)
+	pad := size - len(base) - len(`{"role":"system","content":""},`)
+	if pad <= 0 {
+		return base
+	}
+	words := strings.Repeat("remembered earlier in the conversation ", pad/39+1)[:pad]
+	b, _ := json.Marshal(map[string]any{
+		"model":      model,
+		"max_tokens": 256,
+		"stream":     false,
+		"messages": []map[string]string{
+			{"role": "system", "content": "You are a helpful assistant. Answer briefly and cite what you remember."},
+			{"role": "system", "content": words},
+			{"role": "user", "content": "Good morning! Can you help me plan the week?"},
+			{"role": "assistant", "content": "Of course. Tell me what is on your calendar and what matters most."},
+			{"role": "user", "content": live},
+		},
+	})
+	return b
+}
 
 // chatBodyFor is chatBody asking for model.
 func chatBodyFor(model, live string, stream bool) []byte {

@@ -68,8 +68,9 @@ func TestSmokeRun(t *testing.T) {
 	}
 	// The proxied requests' Server-Timing split their added time: memory
 	// and the proxy's other handling took some of it in every row (a server
-	// that sent none has no table).
-	split := regexp.MustCompile(`(?m)^\| 300 items[^|]* \| [0-9.]+ \| ([0-9.]+) \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| -?[0-9.]+ \|$`).FindAllStringSubmatch(doc, -1)
+	// that sent none has no table), and the provider got the frame: a
+	// request larger than the plain question's (~0.4 kB).
+	split := regexp.MustCompile(`(?m)^\| 300 items[^|]* \| [0-9.]+ \| ([0-9.]+) \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| -?[0-9.]+ \| ([0-9.]+) \| -?[0-9.]+ \|$`).FindAllStringSubmatch(doc, -1)
 	if len(split) != 3 {
 		t.Errorf("want the Server-Timing split of 3 pipeline rows, got %d", len(split))
 	}
@@ -79,6 +80,9 @@ func TestSmokeRun(t *testing.T) {
 		}
 		if f, _ := strconv.ParseFloat(m[2], 64); f <= 0 {
 			t.Errorf("split row with no handling time: %s", m[0])
+		}
+		if f, _ := strconv.ParseFloat(m[3], 64); f <= 0.5 {
+			t.Errorf("split row whose provider got no frame: %s", m[0])
 		}
 	}
 	// Each growth's checkpoint ran where the role may take one, and the
