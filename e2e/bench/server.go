@@ -133,34 +133,25 @@ func paddedChatBody(model, live string, size int) []byte {
 	if pad <= 0 {
 		return base
 	}
-	words := strings.Repeat("remembered earlier in the conversation ", pad/39+1)[:pad]
-	b, _ := json.Marshal(map[string]any{
-		"model":      model,
-		"max_tokens": 256,
-		"stream":     false,
-		"messages": []map[string]string{
-			{"role": "system", "content": "You are a helpful assistant. Answer briefly and cite what you remember."},
-			{"role": "system", "content": words},
-			{"role": "user", "content": "Good morning! Can you help me plan the week?"},
-			{"role": "assistant", "content": "Of course. Tell me what is on your calendar and what matters most."},
-			{"role": "user", "content": live},
-		},
-	})
-	return b
+	return chatBodyWith(model, live, false, strings.Repeat("remembered earlier in the conversation ", pad/39+1)[:pad])
 }
 
 // chatBodyFor is chatBody asking for model.
 func chatBodyFor(model, live string, stream bool) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"model":      model,
-		"max_tokens": 256,
-		"stream":     stream,
-		"messages": []map[string]string{
-			{"role": "system", "content": "You are a helpful assistant. Answer briefly and cite what you remember."},
-			{"role": "user", "content": "Good morning! Can you help me plan the week?"},
-			{"role": "assistant", "content": "Of course. Tell me what is on your calendar and what matters most."},
-			{"role": "user", "content": live},
-		},
-	})
+	return chatBodyWith(model, live, stream, "")
+}
+
+// chatBodyWith is chatBodyFor with extra, when not empty, as a second
+// system message.
+func chatBodyWith(model, live string, stream bool, extra string) []byte {
+	msgs := []map[string]string{{"role": "system", "content": "You are a helpful assistant. Answer briefly and cite what you remember."}}
+	if extra != "" {
+		msgs = append(msgs, map[string]string{"role": "system", "content": extra})
+	}
+	msgs = append(msgs,
+		map[string]string{"role": "user", "content": "Good morning! Can you help me plan the week?"},
+		map[string]string{"role": "assistant", "content": "Of course. Tell me what is on your calendar and what matters most."},
+		map[string]string{"role": "user", "content": live})
+	b, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 256, "stream": stream, "messages": msgs})
 	return b
 }
