@@ -78,27 +78,6 @@ func (a *accumulator) add(ev sse.Event) {
 	}
 }
 
-// cutsShort reports whether ev is a terminator that came without a stop,
-// which add would mark ended but not done: the client gets an error in its
-// place. It decodes no JSON (the terminators are told by their event name
-// or data alone), so the relay asks it before writing ev and adds ev after.
-// A Responses stream's terminators are its stops, so none cuts it short.
-func (a *accumulator) cutsShort(ev sse.Event) bool {
-	if a.stopped {
-		return false
-	}
-	switch a.dialect {
-	case dialect.AnthropicMessages:
-		return ev.Event == "message_stop"
-	case dialect.OpenAIResponses:
-		return false
-	default:
-		return isDone(ev.Data)
-	}
-}
-
-func isDone(data []byte) bool { return bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) }
-
 func (a *accumulator) addAnthropic(ev sse.Event) {
 	switch ev.Event {
 	case "content_block_delta":
@@ -137,7 +116,8 @@ func (a *accumulator) addAnthropic(ev sse.Event) {
 }
 
 func (a *accumulator) addChat(ev sse.Event) {
-	if isDone(ev.Data) {
+	data := bytes.TrimSpace(ev.Data)
+	if bytes.Equal(data, []byte("[DONE]")) {
 		a.ended = true
 		a.done = a.stopped
 		return
@@ -152,7 +132,7 @@ func (a *accumulator) addChat(ev sse.Event) {
 			FinishReason *string `json:"finish_reason"`
 		} `json:"choices"`
 	}
-	if json.Unmarshal(bytes.TrimSpace(ev.Data), &ch) != nil {
+	if json.Unmarshal(data, &ch) != nil {
 		return
 	}
 	if len(ch.Error) > 0 && !jsonx.IsNull(ch.Error) {

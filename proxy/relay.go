@@ -286,27 +286,21 @@ type relayer struct {
 
 // relay reports brk when a terminator came without a stop (the client
 // gets an error instead of it), gone when the client left, and an error
-// for an event that could not be translated. The accumulator follows each
-// event after it went out: its JSON decoding (a few µs an event) is then
-// not in the client's wait for the event; whether an event may go out at
-// all it tells without decoding (cutsShort).
+// for an event that could not be translated.
 func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 	for _, ev := range evs {
-		if rl.acc.cutsShort(ev) {
-			rl.acc.add(ev)
+		rl.acc.add(ev)
+		if rl.acc.ended && !rl.acc.done {
 			return true, false, nil
 		}
 		out := []sse.Event{ev}
 		if rl.ts != nil {
 			if out, err = rl.ts.Push(ev); err != nil {
-				rl.acc.add(ev)
 				rl.p.log.Warn("provider stream event could not be translated", "request_id", rl.t.rid, "provider", rl.t.up.provider, "err", err)
 				return false, false, &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider sent a malformed stream event"}
 			}
 		}
-		sent := writeEvents(rl.res, rl.rc, rl.p.writeStall(), out)
-		rl.acc.add(ev)
-		if !sent {
+		if !writeEvents(rl.res, rl.rc, rl.p.writeStall(), out) {
 			return false, true, nil
 		}
 	}
