@@ -104,15 +104,15 @@ func streamTime(ts []Timing) (mean time.Duration, events int) {
 	return sum / time.Duration(len(ts)), events
 }
 
-// meanGapAdded is the subject's added stream time spread over its gaps;
-// false when the streams had no gaps.
-func meanGapAdded(base, subject []Timing) (time.Duration, bool) {
+// meanGapAdded is the subject's added stream time spread over its gaps,
+// and the base streams' events; below two events there are no gaps.
+func meanGapAdded(base, subject []Timing) (added time.Duration, events int) {
 	bm, ev := streamTime(base)
 	sm, _ := streamTime(subject)
 	if ev <= 1 {
-		return 0, false
+		return 0, ev
 	}
-	return (sm - bm) / time.Duration(ev-1), true
+	return (sm - bm) / time.Duration(ev-1), ev
 }
 
 // caller sends body to one of two endpoints by side.
@@ -190,9 +190,8 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		ttfb = append(ttfb, [2][]time.Duration{ttfbs(b), ttfbs(s)})
 		streams = append(streams, pairStreams(b, s))
 		gap = append(gap, [2][]time.Duration{gaps(b), gaps(s)})
-		if a, ok := meanGapAdded(b, s); ok {
-			meanAdded = append(meanAdded, a)
-			_, res.Events = streamTime(b)
+		if a, ev := meanGapAdded(b, s); ev > 1 {
+			meanAdded, res.Events = append(meanAdded, a), ev
 		}
 		b, s, f, err = Interleave(ctx, 1, cfg.PassPairs, hopPlain)
 		if err != nil {
@@ -207,7 +206,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		res.Failed += f
 		hopTTFB = append(hopTTFB, [2][]time.Duration{ttfbs(b), ttfbs(s)})
 		hopGap = append(hopGap, [2][]time.Duration{gaps(b), gaps(s)})
-		if a, ok := meanGapAdded(b, s); ok {
+		if a, ev := meanGapAdded(b, s); ev > 1 {
 			hopMeanAdded = append(hopMeanAdded, a)
 		}
 		peer.round(ctx, cfg, round)

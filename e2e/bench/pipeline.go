@@ -148,16 +148,13 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 			res[i].Failed += f
 			rounds[i] = append(rounds[i], [2][]time.Duration{totals(b), totals(sb)})
 			var m, u, h, o []time.Duration
+			var n []int
 			for _, x := range sb {
 				items[i], tokens[i] = append(items[i], x.FrameItems), append(tokens[i], x.FrameTokens)
 				m, u, h = append(m, x.Memory), append(u, x.Upstream), append(h, x.Forward-x.Memory)
-				o = append(o, x.Total-x.Forward-x.Upstream)
+				o, n = append(o, x.Total-x.Forward-x.Upstream), append(n, x.UpBytes)
 			}
 			mems[i], ups[i], hands[i], outs[i] = append(mems[i], m), append(ups[i], u), append(hands[i], h), append(outs[i], o)
-			var n []int
-			for _, x := range sb {
-				n = append(n, x.UpBytes)
-			}
 			upBytes[i] = append(upBytes[i], n...)
 			b, sb, f, err = Interleave(ctx, 1, max(5, cfg.PipelinePairs/2), r.sizedCaller(lr, cmp.Or(s.model, benchModel), Median(n)))
 			if err != nil {
