@@ -39,11 +39,14 @@ func describeMachine(ctx context.Context, db *store.DB) Machine {
 	if err := db.Pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&v); err == nil {
 		m.PostgreSQL = v
 	}
-	var fsync, sync, shared, wal string
+	// autovacuum: where it is off, nothing vacuums the loaded tenants
+	// during the run (vacuuming them after each load, as a server with it on
+	// soon would, moved no figure of §2 beyond the noise).
+	var fsync, sync, shared, wal, vacuum string
 	err := db.Pool.QueryRow(ctx, `SELECT current_setting('fsync'), current_setting('synchronous_commit'),
-		current_setting('shared_buffers'), current_setting('wal_sync_method')`).Scan(&fsync, &sync, &shared, &wal)
+		current_setting('shared_buffers'), current_setting('wal_sync_method'), current_setting('autovacuum')`).Scan(&fsync, &sync, &shared, &wal, &vacuum)
 	if err == nil {
-		m.PGSettings = fmt.Sprintf("fsync=%s, synchronous_commit=%s, wal_sync_method=%s, shared_buffers=%s", fsync, sync, wal, shared)
+		m.PGSettings = fmt.Sprintf("fsync=%s, synchronous_commit=%s, wal_sync_method=%s, shared_buffers=%s, autovacuum=%s", fsync, sync, wal, shared, vacuum)
 	}
 	return m
 }

@@ -44,7 +44,7 @@ func TestSmokeRun(t *testing.T) {
 	doc := string(b)
 	for _, want := range []string{
 		"# Perpetuity benchmarks",
-		"## Machine", "| PostgreSQL | ", "| Go | go",
+		"## Machine", "| PostgreSQL | ", ", autovacuum=", "| Go | go",
 		"## Targets",
 		"## 1. Pass-through overhead", "| non-streaming, concurrency 1 |", "| streaming: time to first event |",
 		"| *plain Go proxy*, streaming: gap between events |", "; through the plain Go proxy ",
