@@ -77,9 +77,9 @@ func (r *rig) pipelineCallerFor(t *Tenant, lr liveRequests, model string) func(c
 		if side == 0 {
 			return direct.Call(ctx, r.client, body, false)
 		}
-		t, err := px[lr.user[k]-1].Call(ctx, r.client, body, false)
-		t.UpBytes = int(r.lastBody.Load())
-		return t, err
+		tm, err := px[lr.user[k]-1].Call(ctx, r.client, body, false)
+		tm.UpBytes = int(r.lastBody.Load())
+		return tm, err
 	}
 }
 

@@ -11,10 +11,12 @@ import (
 // direct request took, and what the client waited outside the server's
 // timed window (its hop, the server before the handler, the reply's way
 // back). Each is a p50 of its own, so they do not add up exactly.
+// sizeCost is what a direct request of upBytes costs the provider over the
+// plain question.
 type pipeSplit struct {
 	label                                              string
 	added, memory, handling, upstream, direct, outside time.Duration
-	extra, size                                        time.Duration
+	extra, sizeCost                                    time.Duration
 	upBytes                                            int
 }
 
@@ -23,7 +25,7 @@ func splitOf(label string, p PipelineResult) (pipeSplit, bool) {
 		return pipeSplit{}, false // a server without Server-Timing
 	}
 	s := pipeSplit{label: label, added: p.Added50, memory: p.Memory.P50, handling: p.Handling.P50, upstream: p.Upstream.P50,
-		direct: p.Base.P50, outside: p.Outside.P50, size: p.Sized.Added50, upBytes: p.UpBytes}
+		direct: p.Base.P50, outside: p.Outside.P50, sizeCost: p.Sized.Added50, upBytes: p.UpBytes}
 	s.extra = s.upstream - s.direct
 	return s, true
 }
@@ -55,7 +57,7 @@ func (r *Report) pipelineSplits(m *mdw) {
 	var rows [][]string
 	for _, lp := range r.pipelineRows() {
 		if s, ok := splitOf(lp.label, lp.PipelineResult); ok {
-			rows = append(rows, []string{s.label, ms(s.added), ms(s.memory), ms(s.handling), ms(s.upstream), ms(s.direct), ms(s.extra), ms(s.size), kB(s.upBytes), ms(s.outside)})
+			rows = append(rows, []string{s.label, ms(s.added), ms(s.memory), ms(s.handling), ms(s.upstream), ms(s.direct), ms(s.extra), ms(s.sizeCost), kB(s.upBytes), ms(s.outside)})
 		}
 	}
 	if len(rows) == 0 {
@@ -103,7 +105,7 @@ func (r *Report) targetSplit(pl *PipelineResult, mp *MemPathResult) (string, boo
 		" reply before it answers."
 	if s.upBytes > 0 {
 		out += fmt.Sprintf(" Called directly with a request as large (%s kB), the provider takes %s ms longer than with the plain"+
-			" question: that much of its extra is the frame's size, whoever sends it.", kB(s.upBytes), ms(s.size))
+			" question: that much of its extra is the frame's size, whoever sends it.", kB(s.upBytes), ms(s.sizeCost))
 	}
 	if th, ok := at(r.PipelineV3Thinking, pl.Items); ok {
 		if t, ok := splitOf("", th); ok {
