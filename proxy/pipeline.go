@@ -111,19 +111,22 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		t := &turn{start: time.Now()}
 		t.rid, _ = c.Get("perpetuity.request_id").(string)
 
-		body, err := readBody(c, p.cfg.MaxBodyBytes)
-		if err != nil {
-			return err
-		}
 		if t.sw, err = readSwitches(req.Header); err != nil {
 			return err
 		}
 		c.Set(storesNothingKey, t.sw.probe || !t.sw.capture)
+		// The key and its limits before the body: a caller without a key
+		// (or past its rate) must not make the server hold up to
+		// MaxBodyBytes for as long as the body deadline allows.
 		who, key, err := p.resolveIdentity(ctx, c)
 		if err != nil {
 			return err
 		}
 		if err := p.admit(c, key); err != nil {
+			return err
+		}
+		body, err := readBody(c, p.cfg.MaxBodyBytes)
+		if err != nil {
 			return err
 		}
 		t.keyID = key.KeyID
@@ -356,12 +359,16 @@ func (t *turn) shown() []int64 {
 }
 
 func readBody(c echo.Context, limit int64) ([]byte, error) {
+	tooLarge := &APIError{Status: http.StatusRequestEntityTooLarge, Kind: RequestTooLarge,
+		Message: fmt.Sprintf("request body exceeds %d bytes", limit)}
+	if c.Request().ContentLength > limit {
+		return nil, tooLarge // said so up front: nothing of it is read
+	}
 	r := http.MaxBytesReader(c.Response(), c.Request().Body, limit)
 	b, err := io.ReadAll(r)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Kind: RequestTooLarge,
-			Message: fmt.Sprintf("request body exceeds %d bytes", limit)}
+		return nil, tooLarge
 	}
 	if err != nil {
 		return nil, errBadRequest("could not read request body")

@@ -160,7 +160,12 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 	res.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	t.setServerTiming(res.Header())
 	res.WriteHeader(resp.StatusCode)
-	_, _ = res.Write(out)
+	// Under the stall deadline, as a stream's events are: a client that
+	// asks for a whole reply and never reads it must not hold the handler
+	// (and the reply, and its capture and charge) for as long as it likes.
+	if !writeFlush(res, http.NewResponseController(res), p.writeStall(), out) {
+		r.interrupted = true
+	}
 	return r, nil
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/perpetuity/perpetuity/memory"
 )
 
-// TestClientThatStopsReadingIsDropped: a client that asks for a stream and
-// never reads it fills the socket buffers; the stalled write must give up
+// TestClientThatStopsReadingIsDropped: a client that asks for a reply (a
+// stream, or whole) and never reads it fills the socket buffers; the stalled write must give up
 // after WriteStall, rather than hold the handler (and, while the provider
 // still generates, the upstream) until the client disconnects.
 func TestClientThatStopsReadingIsDropped(t *testing.T) {
@@ -27,6 +27,13 @@ func TestClientThatStopsReadingIsDropped(t *testing.T) {
 		{"anthropic", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"tell me everything"}]}`,
 			"x-api-key: sk-ant-k\r\nanthropic-version: 2023-06-01\r\n",
 			func(tp *testProxy) *fakeprovider.Provider { return tp.anthropic.Provider }},
+		// A reply asked for whole is one write, under the same deadline.
+		{"openai whole", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"tell me everything"}]}`,
+			"Authorization: Bearer sk-proj-k\r\n",
+			func(tp *testProxy) *fakeprovider.Provider { return tp.openai.Provider }},
+		{"anthropic whole", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"tell me everything"}]}`,
+			"x-api-key: sk-ant-k\r\nanthropic-version: 2023-06-01\r\n",
+			func(tp *testProxy) *fakeprovider.Provider { return tp.anthropic.Provider }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -35,7 +42,7 @@ func TestClientThatStopsReadingIsDropped(t *testing.T) {
 			up := tc.up(tp)
 			// Far more than loopback socket buffers hold, paced so the
 			// provider is still generating when the writes stall.
-			up.Script(fakeprovider.Reply{Text: strings.Repeat("all work and no play ", 3<<20), Chunks: 64, ChunkDelay: 20 * time.Millisecond})
+			up.Script(fakeprovider.Reply{Text: strings.Repeat("all work and no play ", 1<<20), Chunks: 64, ChunkDelay: 20 * time.Millisecond})
 			host := strings.TrimPrefix(strings.SplitN(tp.URL, "/k/", 2)[0], "http://")
 			conn, err := net.Dial("tcp", host)
 			if err != nil {

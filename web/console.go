@@ -264,10 +264,10 @@ func (c *Console) routes() []route {
 }
 
 // Register mounts every console route on e, each behind the same chain:
-// security headers, session, CSRF, then authorization. Nothing is added to
-// e globally, so the proxy's routes are untouched.
+// security headers, session, the body's bound, CSRF, then authorization.
+// Nothing is added to e globally, so the proxy's routes are untouched.
 func (c *Console) Register(e *echo.Echo) {
-	mw := []echo.MiddlewareFunc{c.secureHeaders, c.loadSession, c.csrf, c.authorize}
+	mw := []echo.MiddlewareFunc{c.secureHeaders, c.loadSession, c.boundBody, c.csrf, c.authorize}
 	for _, r := range c.routes() {
 		e.Add(r.method, r.path, r.h, mw...)
 	}

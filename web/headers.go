@@ -19,7 +19,7 @@ const maxFormBytes = 64 << 10
 // maxUploadBytes bounds a dictionary upload, the one large body.
 const maxUploadBytes = ops.MaxDictionaryBytes + 1<<20
 
-// secureHeaders sets the console's security headers and bounds the body.
+// secureHeaders sets the console's security headers.
 func (c *Console) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(ec echo.Context) error {
 		h := ec.Response().Header()
@@ -37,14 +37,21 @@ func (c *Console) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 			// Pages can carry a key or an invitation link shown once.
 			h.Set("Cache-Control", "no-store")
 		}
+		return next(ec)
+	}
+}
+
+// boundBody bounds the request body, once the session is loaded: forms
+// are small, and a dictionary file, the one large body, is taken only
+// from a signed-in session. The CSRF check may read the body before
+// authorization does, and a session cookie merely sent (any value) once
+// opened the upload's limit to anyone.
+func (c *Console) boundBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ec echo.Context) error {
 		if r := ec.Request(); r.Body != nil {
 			limit := int64(maxFormBytes)
-			if ec.Path() == dictUploadRoute && r.Method == http.MethodPost {
-				// A dictionary file; the CSRF check may read the body before
-				// authorization, so only a request with a session gets it.
-				if _, err := ec.Cookie(c.sessionCookie); err == nil {
-					limit = maxUploadBytes
-				}
+			if ec.Path() == dictUploadRoute && r.Method == http.MethodPost && sessionOf(ec) != nil {
+				limit = maxUploadBytes
 			}
 			r.Body = http.MaxBytesReader(ec.Response(), r.Body, limit)
 		}

@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"bytes"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -169,5 +171,41 @@ func TestCSRFRejection(t *testing.T) {
 	}
 	if p := tm.admin.Get("/console"); p.Status != http.StatusOK {
 		t.Fatalf("session ended by a forged sign-out: %d", p.Status)
+	}
+}
+
+// TestUploadLimitNeedsASession: the dictionary upload's large body limit is
+// for a signed-in session, not for whoever sends a session cookie. A body
+// past the form limit from a made-up session is cut before the CSRF check
+// reads it (the form it would have found valid is never parsed), while
+// the admin's own session uploads past it (TestDictionaryRolloutFromConsole).
+func TestUploadLimitNeedsASession(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, webtest.Options{})
+	anon := srv.NewClient(t)
+	anon.Get("/signin")
+	if anon.CSRF == "" {
+		t.Fatal("no CSRF token before sign-in")
+	}
+	anon.SetCookie("pp_session", strings.Repeat("A", 43))
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("file", "dict.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write(bytes.Repeat([]byte("x"), 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	// The token last: only a parser that read the whole file finds it.
+	if err := mw.WriteField("_csrf", anon.CSRF); err != nil {
+		t.Fatal(err)
+	}
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := anon.Do(http.MethodPost, "/console/dictionaries", &body, http.Header{"Content-Type": {mw.FormDataContentType()}})
+	if p.Status != http.StatusForbidden || !strings.Contains(p.Body, "expired") {
+		t.Fatalf("status %d: the whole body was read for a session that does not exist\n%s", p.Status, p.Body)
 	}
 }
