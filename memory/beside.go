@@ -54,7 +54,7 @@ func (lc *liveCapture) adopt(q *FrameQuery) {
 	}
 	select {
 	case <-lc.done:
-		q.LiveStored, q.LiveItems = true, lc.got.ItemIDs
+		q.LiveStored, q.LiveItems, q.SentAfter = true, lc.got.ItemIDs, lc.got.SentAfter
 	default:
 	}
 }

@@ -78,7 +78,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 			return Frame{}, err
 		}
 		lc.adopt(&q)
-		if slices.ContainsFunc(hits, func(h arena.Hit) bool { return slices.Contains(q.LiveItems, h.ID) }) {
+		if slices.ContainsFunc(hits, func(h arena.Hit) bool { return slices.Contains(q.unmatched(), h.ID) }) {
 			if aq, hits, err = e.retrieve(ctx, q, qtext, r); err != nil {
 				return Frame{}, err
 			}
@@ -88,7 +88,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 	var joined map[int64]bool
 	nbHits := e.opt.Context.Hits
 	if aq.Dense != nil {
-		hits, around, joined = smoothHits(r.arena, hits, e.opt.Candidates, q.LiveItems)
+		hits, around, joined = smoothHits(r.arena, hits, e.opt.Candidates, q.unmatched())
 		nbHits = e.opt.Context.DenseHits
 	}
 	ceiling := q.Ceiling
@@ -154,7 +154,7 @@ func (e *Engine) retrieve(ctx context.Context, q FrameQuery, qtext string, r vie
 	}
 	toks := e.an.Normalize(qtext)
 	terms := d.QueryTerms(toks)
-	aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.LiveItems, K: e.opt.Candidates}
+	aq := arena.Query{Terms: terms, Users: []int64{q.UserID}, Exclude: q.unmatched(), K: e.opt.Candidates}
 	if r.space != nil { // dense.go: a hybrid scan under a version with vectors
 		denseQueryOf(r.space, e.meaningTokens(qtext, toks), toks, &aq)
 	}
@@ -399,7 +399,7 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 	}
 	dated := make(map[int64]bool, len(in.Dated))
 	for _, id := range in.Dated {
-		if dated[id] || slices.Contains(q.LiveItems, id) {
+		if dated[id] || slices.Contains(q.unmatched(), id) {
 			continue
 		}
 		dated[id] = true
@@ -429,12 +429,24 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 		c.mandatory = true
 		c.why |= ReasonLive
 	}
+	for _, id := range q.SentAfter {
+		delete(by, id) // however it came in: the request holds it
+	}
 	out := make([]cand, 0, len(by))
 	for _, c := range by {
 		out = append(out, *c)
 	}
 	sortCands(out)
 	return out
+}
+
+// unmatched are the items no scan returns: the live question's (not its
+// own best match) and those the request sends after it.
+func (q FrameQuery) unmatched() []int64 {
+	if len(q.SentAfter) == 0 {
+		return q.LiveItems
+	}
+	return append(slices.Clip(q.LiveItems), q.SentAfter...)
 }
 
 // place records that retrieval placed the candidate at rank r.

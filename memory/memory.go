@@ -36,6 +36,10 @@ type Message struct {
 	// and memory tools' results): the chain graph links the reply to those
 	// it drew on.
 	Sources []int64
+	// SentAfter is where the request's messages after this one end (0:
+	// none follow), as store.Capture's: a tool loop's next round sends the
+	// question again with the exchange so far after it.
+	SentAfter int
 }
 
 // FrameQuery asks for the frame of one turn.
@@ -52,6 +56,11 @@ type FrameQuery struct {
 	// LiveItems are the stored items of the live question, which retrieval
 	// must not return as its own best match.
 	LiveItems []int64
+	// SentAfter are stored items the request holds verbatim after the live
+	// question (store.Captured's): the frame neither retrieves nor quotes
+	// them, or the model would read its own turn of this tool loop twice,
+	// the first time before the question.
+	SentAfter []int64
 	// Budget, when positive, forces the frame's token budget instead of the
 	// one derived from the retrieval scores (benchmarks at fixed ceilings),
 	// up to the ceiling.

@@ -248,7 +248,7 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 	if capErr != nil {
 		return capErr
 	}
-	q.Who, q.LiveStored, q.LiveItems = t.who, true, live.ItemIDs
+	q.Who, q.LiveStored, q.LiveItems, q.SentAfter = t.who, true, live.ItemIDs, live.SentAfter
 	if err == nil && t.who.ConversationID != conv {
 		// The capture made the conversation again (purged meanwhile,
 		// captureLive): the frame read the old one, so it is built again.
@@ -284,6 +284,9 @@ func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn) (*sto
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
 	defer cancel()
 	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(), Hints: t.hints()}
+	if t.in.live < len(t.in.messages)-1 {
+		m.SentAfter = len(t.in.messages) // a tool exchange in flight follows
+	}
 	c, err := p.mem.Capture(cctx, m)
 	if store.ConversationGone(err) && t.convKey != "" {
 		// The cached conversation was purged by a process whose log event

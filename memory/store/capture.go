@@ -52,6 +52,12 @@ type Capture struct {
 	// Sources are the items a reply's request showed the model; kept in
 	// reply_sources for the chain writer (only the user's own items).
 	Sources []int64
+	// SentAfter is where the request's messages after this one end
+	// (exclusive; 0: none follow): a harness's tool loop sends the
+	// question again with the exchange so far after it. A capture that
+	// finds the message stored reports the turns stored from those
+	// positions since (Captured.SentAfter).
+	SentAfter int
 }
 
 // Captured reports what a capture stored.
@@ -60,9 +66,17 @@ type Captured struct {
 	Duplicate bool // the same message was stored before; nothing was written
 	Seq       int64
 	Clock     int64 // the user's clock after the advance (the items' birth clock)
-	ItemIDs   []int64
-	// Items are the stored items as a frame renders them (ItemIDs' order).
+	// ItemIDs are the message's items: stored now, or by the capture
+	// that stored it first (a duplicate).
+	ItemIDs []int64
+	// Items are the stored items as a frame renders them (ItemIDs' order);
+	// none for a duplicate.
 	Items []ItemText
+	// SentAfter are, for a duplicate, the items of the turns stored since
+	// from the positions the request sends after the message
+	// (Capture.SentAfter): the request holds them verbatim, so the frame
+	// does not quote them.
+	SentAfter []int64
 }
 
 // capturedSQL is the message this transaction's capture inserted, NULL
@@ -263,11 +277,20 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, err
 	}
+	var dup Captured
+	if !inserted {
+		// Nothing was written; what was stored before is read in the
+		// same transaction (its tenant setting), before it ends.
+		var err error
+		if dup, err = storedBefore(ctx, conn, c); err != nil {
+			return out, err
+		}
+	}
 	if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
 		return out, fmt.Errorf("commit: %w", err)
 	}
 	if !inserted {
-		return Captured{Duplicate: true}, nil // nothing was written
+		return dup, nil
 	}
 	out.ItemIDs = ids
 	out.Items = make([]ItemText, len(out.ItemIDs))
