@@ -173,13 +173,24 @@ func decodeMessages(d dialect.Dialect, rawMsgs json.RawMessage) ([]inMessage, er
 }
 
 // findLive marks the live question: the last user message with text of
-// its own that is not part of a tool exchange.
+// its own that is not part of a tool exchange. A user message with no
+// text after it (a screenshot a harness sends after a tool's result, the
+// tool role holding text only) continues the exchange: taken for the
+// question, it dropped the exchange before it and asked memory nothing.
+// With no text anywhere, the last user message is the question.
 func (in *inbound) findLive() {
+	in.live = -1
 	for i := len(in.messages) - 1; i >= 0; i-- {
 		m := in.messages[i]
-		if m.role == "user" && !m.toolOnly {
+		if m.role != "user" || m.toolOnly {
+			continue
+		}
+		if strings.TrimSpace(m.text) != "" {
 			in.live = i
 			return
+		}
+		if in.live < 0 {
+			in.live = i
 		}
 	}
 }
