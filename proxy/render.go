@@ -3,15 +3,19 @@ package proxy
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/text"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // renderFrame replaces the harness's history with the frame, in the
 // inbound dialect, and leaves every other field as sent. Kept: the system
 // prompt (OpenAI system and developer messages at the head; Anthropic's
-// top-level system; Responses instructions) and the in-flight exchange
+// top-level system; Responses instructions), the harness's instructions
+// sent as user messages ahead of the conversation (leadingScaffolding),
+// and the in-flight exchange
 // after the live question (assistant tool calls and tool results), rendered
 // natively so ids still match. A crossing adapter translates the result.
 func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
@@ -40,6 +44,9 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 			}
 			add(m.raw)
 		}
+	}
+	for _, i := range leadingScaffolding(in) {
+		add(in.messages[i].raw)
 	}
 	for i, t := range f.Turns {
 		m := frameMessage{Role: t.Role, Content: t.Text}
@@ -131,3 +138,24 @@ func withNonTextParts(d dialect.Dialect, text string, liveRaw json.RawMessage) [
 }
 
 func isTextPart(typ string) bool { return typ == "text" || typ == "input_text" || typ == "output_text" }
+
+// leadingScaffolding are the user messages ahead of the conversation that
+// are nothing but a harness's scaffolding (memory/text.Content): Codex
+// CLI opens every request with its AGENTS.md instructions and environment
+// context (folder, shell, sandbox) as a user message of their own. They
+// are instructions, not history: the frame replacing them lost them for
+// the model on every request. They go through as sent, after the system
+// prompt; the conversation's first turn of its own ends them.
+func leadingScaffolding(in *inbound) []int {
+	var out []int
+	for i, m := range in.messages[:in.live] {
+		switch {
+		case m.role == "system" || m.role == "developer":
+			continue
+		case m.role != "user" || m.toolOnly || strings.TrimSpace(m.text) == "" || text.Content(m.text) != "":
+			return out
+		}
+		out = append(out, i)
+	}
+	return out
+}

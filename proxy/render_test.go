@@ -3,7 +3,11 @@ package proxy
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
 // TestEncodeWith: the body with the frame written in place has the keys
@@ -44,4 +48,55 @@ func TestEncodeWith(t *testing.T) {
 func sameJSON(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// TestRenderKeepsLeadingScaffolding: a harness's instructions sent as user
+// messages ahead of the conversation (Codex's AGENTS.md and environment
+// context) go through after the system prompt, as sent; a first turn with
+// words of its own (Claude Code's reminder beside the prompt) is history,
+// as is scaffolding later in the conversation.
+func TestRenderKeepsLeadingScaffolding(t *testing.T) {
+	t.Parallel()
+	frame := &memory.Frame{Turns: []memory.Turn{{Role: "user", Text: "【memory】"}, {Role: "assistant", Text: "Fixed."}, {Role: "user", Text: "now run the linter"}}}
+	for _, tc := range []struct {
+		name, body string
+		d          dialect.Dialect
+		want       []string // each forwarded message's role and the start of its text, in order
+	}{
+		{"codex", codexBody(t, "", "fix the failing test", "Fixed.", "now run the linter"), dialect.OpenAIResponses,
+			[]string{"developer <permissions instructions>", "user # AGENTS.md instructions", "user 【memory】", "assistant Fixed.", "user now run the linter"}},
+		{"claude code", claudeCodeBody(t, "s", "fix the failing test", "Fixed.", "now run the linter"), dialect.AnthropicMessages,
+			[]string{"user 【memory】", "assistant Fixed.", "user now run the linter"}},
+		{"scaffolding later is history", `{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"fix the failing test"},` +
+			`{"role":"user","content":"<environment_context><cwd>/x</cwd></environment_context>"},{"role":"assistant","content":"Fixed."},{"role":"user","content":"now run the linter"}]}`,
+			dialect.OpenAIChat, []string{"system S", "user 【memory】", "assistant Fixed.", "user now run the linter"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in, err := parseInbound(tc.d, []byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := renderFrame(in, frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := parseInbound(tc.d, out)
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			var got []string
+			for _, m := range again.messages {
+				got = append(got, m.role+" "+m.text)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("forwarded %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Fatalf("forwarded %q, want %q", got, tc.want)
+				}
+			}
+		})
+	}
 }
