@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,29 +31,62 @@ const (
 
 var loopTool = fakeprovider.ToolCall{Name: "read_file", Arguments: `{"path":"parser.go"}`}
 
+// loopNote is stored memory the loop's question recalls; a redaction
+// between rounds removes it.
+const loopNote = "Note for later: the parser's comma rule came from ticket PARSE-4512 about trailing commas."
+
 // TestHarnessToolLoopKeepsTheQuestionLast runs two rounds of a harness's
-// own tool through each SDK and reads what the provider got in round two.
+// own tool through each SDK and reads what the provider got in round two:
+// the frame ends with the question and quotes nothing of the loop, and it
+// is round one's frame byte for byte though memory grew between the rounds
+// (the provider's prompt cache holds past it), unless an erasure came
+// between them.
 func TestHarnessToolLoopKeepsTheQuestionLast(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
+	s.Fake.Script(fakeprovider.Reply{Text: "Noted."})
+	askAnthropic(t, s, ask{question: loopNote})
+	waitReply(t, s, "Noted.")
 	for _, tc := range []struct {
-		name  string
-		round func(t *testing.T, s *server, question, said string)
+		name    string
+		round   func(t *testing.T, s *server, question, said string, between func())
+		redact  bool // the note is redacted between the rounds
+		sameAs1 bool
 	}{
-		{"anthropic", anthropicToolLoop},
-		{"openai", openAIToolLoop},
+		{"anthropic", anthropicToolLoop, false, true},
+		{"openai", openAIToolLoop, false, true},
+		{"anthropic, the note redacted between the rounds", anthropicToolLoop, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s.Fake.Reset()
 			// A conversation of its own, and words of its own: the other
-			// SDK's loop is memory this one may recall.
+			// loops are memory this one may recall.
 			question, said := loopQuestion+tc.name, loopSaid+tc.name+"."
-			tc.round(t, s, question, said)
+			// Between the rounds memory grows by a turn the question would
+			// recall (another session of the same user): a frame built
+			// afresh would take it in and change before the exchange.
+			between := func() {
+				s.Fake.Script(fakeprovider.Reply{Text: "Noted too, " + tc.name + "."})
+				askAnthropic(t, s, ask{question: "Another parser note on trailing commas, for " + tc.name + ": ticket PARSE-9000."})
+				waitReply(t, s, "Noted too, "+tc.name+".")
+			}
+			if tc.redact {
+				between = func() {
+					id := s.scalar(`SELECT i.id FROM items i WHERE i.tenant_id = $1 AND i.body LIKE '%PARSE-4512%' AND i.role = 'user' ORDER BY i.id LIMIT 1`, s.TenantID)
+					if out, err := runCLI(s.cliEnv(), "redact", "--tenant", strconv.FormatInt(s.TenantID, 10), "--yes", strconv.FormatInt(id, 10)); err != nil {
+						t.Fatalf("redact: %v\n%s", err, out)
+					}
+				}
+			}
+			tc.round(t, s, question, said, between)
 			reqs := s.Fake.Requests()
-			if len(reqs) != 2 {
+			if len(reqs) != 2+btoi(!tc.redact) {
 				t.Fatalf("%d provider calls", len(reqs))
 			}
-			msgs := providerMessages(t, reqs[1])
+			first, msgs := providerMessages(t, reqs[0]), providerMessages(t, reqs[len(reqs)-1])
+			if !strings.Contains(fmt.Sprint(first), "PARSE-4512") {
+				t.Fatalf("round one's frame does not recall the note: %+v", first)
+			}
 			call := -1
 			for i, m := range msgs {
 				if m.role == "assistant" && m.calls {
@@ -77,18 +112,27 @@ func TestHarnessToolLoopKeepsTheQuestionLast(t *testing.T) {
 			if !strings.Contains(msgs[len(msgs)-1].text, loopResult) {
 				t.Fatalf("the tool's result is not last: %+v", msgs[len(msgs)-1])
 			}
+			same := len(first) == call
+			for i := 0; same && i < call; i++ {
+				same = string(first[i].raw) == string(msgs[i].raw)
+			}
+			switch {
+			case tc.sameAs1 && !same:
+				t.Fatalf("round two's frame is not round one's:\n%+v\n%+v", first, msgs[:call])
+			case tc.redact && strings.Contains(fmt.Sprint(msgs), "PARSE-4512"):
+				t.Fatalf("round two quotes the note redacted before it: %+v", msgs)
+			}
 		})
 	}
 }
 
-func anthropicToolLoop(t *testing.T, s *server, question, said string) {
+func anthropicToolLoop(t *testing.T, s *server, question, said string, between func()) {
 	c := anthropic.NewClient(aoption.WithBaseURL(s.AnthropicBase()), aoption.WithAPIKey("sk-ant-e2e"), aoption.WithMaxRetries(0))
 	p := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 512,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(question))},
 		Tools: []anthropic.ToolUnionParam{anthropic.ToolUnionParamOfTool(anthropic.ToolInputSchemaParam{
 			Properties: map[string]any{"path": map[string]any{"type": "string"}}}, loopTool.Name)}}
-	s.Fake.Script(fakeprovider.Reply{Text: said, ToolCalls: []fakeprovider.ToolCall{loopTool}},
-		fakeprovider.Reply{Text: "A comma must be followed by a value."})
+	s.Fake.Script(fakeprovider.Reply{Text: said, ToolCalls: []fakeprovider.ToolCall{loopTool}})
 	r, err := c.Messages.New(context.Background(), p)
 	if err != nil {
 		t.Fatalf("round one: %v", err)
@@ -103,21 +147,22 @@ func anthropicToolLoop(t *testing.T, s *server, question, said string) {
 		t.Fatalf("round one heard %+v", r.Content)
 	}
 	waitReply(t, s, said) // the harness runs the tool meanwhile
+	between()
+	s.Fake.Script(fakeprovider.Reply{Text: "A comma must be followed by a value."})
 	p.Messages = append(p.Messages, r.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(id, loopResult, false)))
 	if _, err := c.Messages.New(context.Background(), p); err != nil {
 		t.Fatalf("round two: %v", err)
 	}
 }
 
-func openAIToolLoop(t *testing.T, s *server, question, said string) {
+func openAIToolLoop(t *testing.T, s *server, question, said string, between func()) {
 	c := openai.NewClient(ooption.WithBaseURL(s.OpenAIBase()), ooption.WithAPIKey("sk-proj-e2e"), ooption.WithMaxRetries(0))
 	p := openai.ChatCompletionNewParams{Model: "gpt-4o-mini", Messages: []openai.ChatCompletionMessageParamUnion{
 		openai.SystemMessage("You are a coding agent."), openai.UserMessage(question)},
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: loopTool.Name, Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}},
 		})}}
-	s.Fake.Script(fakeprovider.Reply{Text: said, ToolCalls: []fakeprovider.ToolCall{loopTool}},
-		fakeprovider.Reply{Text: "A comma must be followed by a value."})
+	s.Fake.Script(fakeprovider.Reply{Text: said, ToolCalls: []fakeprovider.ToolCall{loopTool}})
 	r, err := c.Chat.Completions.New(context.Background(), p)
 	if err != nil {
 		t.Fatalf("round one: %v", err)
@@ -127,10 +172,19 @@ func openAIToolLoop(t *testing.T, s *server, question, said string) {
 		t.Fatalf("round one heard %+v", msg)
 	}
 	waitReply(t, s, said)
+	between()
+	s.Fake.Script(fakeprovider.Reply{Text: "A comma must be followed by a value."})
 	p.Messages = append(p.Messages, msg.ToParam(), openai.ToolMessage(loopResult, msg.ToolCalls[0].ID))
 	if _, err := c.Chat.Completions.New(context.Background(), p); err != nil {
 		t.Fatalf("round two: %v", err)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // sentMessage is a message of a provider request, its text flattened.
@@ -138,6 +192,7 @@ type sentMessage struct {
 	role  string
 	text  string
 	calls bool // an assistant turn calling tools
+	raw   string
 }
 
 // providerMessages reads a provider request's messages in either dialect;
@@ -145,18 +200,24 @@ type sentMessage struct {
 func providerMessages(t *testing.T, r fakeprovider.Recorded) []sentMessage {
 	t.Helper()
 	var req struct {
-		Messages []struct {
-			Role      string          `json:"role"`
-			Content   json.RawMessage `json:"content"`
-			ToolCalls []any           `json:"tool_calls"`
-		} `json:"messages"`
+		Messages []json.RawMessage `json:"messages"`
 	}
 	if err := json.Unmarshal(r.Body, &req); err != nil {
 		t.Fatal(err)
 	}
 	var out []sentMessage
-	for _, m := range req.Messages {
-		sm := sentMessage{role: m.Role, calls: len(m.ToolCalls) > 0}
+	for _, raw := range req.Messages {
+		var m struct {
+			Role      string          `json:"role"`
+			Content   json.RawMessage `json:"content"`
+			ToolCalls []any           `json:"tool_calls"`
+			Raw       json.RawMessage `json:"-"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		m.Raw = raw
+		sm := sentMessage{role: m.Role, calls: len(m.ToolCalls) > 0, raw: string(m.Raw)}
 		if sm.role == "tool" {
 			sm.role = "user"
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/toolloop"
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 )
 
 // switches are the per-request X-Perpetuity-* controls.
@@ -233,6 +235,11 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 		_, err := p.captureLive(ctx, c, t)
 		return err
 	}
+	if k, ok := p.loopKey(t, q); ok {
+		if kept, ok := p.frames.get(k, p.mem.Erasures(t.who.TenantID), time.Now()); ok {
+			return p.loopRound(ctx, c, t, q, kept)
+		}
+	}
 	conv := t.who.ConversationID
 	var capErr error
 	live, f, err := p.mem.FrameBeside(ctx, *q, func() (store.Captured, error) {
@@ -254,6 +261,49 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 		// captureLive): the frame read the old one, so it is built again.
 		f, err = p.mem.Frame(ctx, *q)
 	}
+	if err != nil {
+		return p.memoryUnavailable(c, "frame", err)
+	}
+	if k, ok := p.loopKey(t, q); ok && !live.Duplicate {
+		// Erasures as the frame's own catch-up left them: one applied
+		// after its read moves the count past what is kept.
+		p.frames.put(k, f, live.ItemIDs, p.mem.Erasures(t.who.TenantID), time.Now())
+	}
+	t.frame = &f
+	t.readAt(f.Seq)
+	return nil
+}
+
+// loopKey is the key of the turn's frame among the kept ones
+// (loopframes.go); false when the turn's frame is not one to keep or take:
+// only a request offering the harness's own tools starts a loop.
+func (p *Proxy) loopKey(t *turn, q *memory.FrameQuery) (loopKey, bool) {
+	if raw, ok := t.in.fields["tools"]; !ok || jsonx.IsNull(raw) || string(raw) == "[]" ||
+		t.who.UserID == 0 || t.who.ConversationID == 0 || q.Probe {
+		return loopKey{}, false
+	}
+	return loopKey{tenant: t.who.TenantID, user: t.who.UserID, conv: t.who.ConversationID,
+		live: string(memory.Fingerprint("user", t.in.live, t.liveText)), budget: q.Budget, tools: q.Tools, explain: q.Explain}, true
+}
+
+// loopRound is a turn whose question has a kept frame: the next round of
+// a tool loop, or a retry. The capture comes first, alone; the kept frame
+// is taken when it found the question stored as the frame saw it and no
+// erasure logged since the frame read memory. Otherwise the frame is
+// built after the capture.
+func (p *Proxy) loopRound(ctx context.Context, c echo.Context, t *turn, q *memory.FrameQuery, kept loopFrame) error {
+	live, err := p.captureLive(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	q.Who, q.LiveStored, q.LiveItems, q.SentAfter = t.who, true, live.ItemIDs, live.SentAfter
+	if live.Duplicate && slices.Equal(live.ItemIDs, kept.live) && live.Erased <= kept.frame.Seq {
+		f := kept.frame
+		t.frame = &f
+		t.readAt(f.Seq)
+		return nil
+	}
+	f, err := p.mem.Frame(ctx, *q)
 	if err != nil {
 		return p.memoryUnavailable(c, "frame", err)
 	}

@@ -77,6 +77,10 @@ type Captured struct {
 	// (Capture.SentAfter): the request holds them verbatim, so the frame
 	// does not quote them.
 	SentAfter []int64
+	// Erased is, for a duplicate, the tenant log position of its latest
+	// purge or redaction, whichever process made it: what was read of
+	// memory at an earlier position may hold what it removed.
+	Erased int64
 }
 
 // capturedSQL is the message this transaction's capture inserted, NULL

@@ -18,9 +18,11 @@ const sentAfterLimit = 1024
 // 0: none): a reply of an earlier round of the same tool loop. Only the
 // owner's items born since the message are looked at (items_born), so a
 // long conversation is not walked; the message's own come first, by part.
+// Each row also has the tenant's latest erasure (Captured.Erased).
 const storedBeforeSQL = `WITH live AS (
 		SELECT id, created_at FROM messages WHERE tenant_id = $1 AND conversation_id = $2 AND fingerprint = $3)
-	SELECT i.id, i.message_id = live.id
+	SELECT i.id, i.message_id = live.id,
+		(SELECT coalesce(max(seq), 0) FROM tenant_log WHERE tenant_id = $1 AND kind IN ('purge', 'redact'))
 	FROM live, items i JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
 	WHERE i.tenant_id = $1 AND i.user_id = $4 AND i.born_at >= live.created_at AND i.conversation_id = $2
 		AND (i.message_id = live.id OR (m.id > live.id AND m.position > $5 AND m.position < $6))
@@ -38,7 +40,7 @@ func storedBefore(ctx context.Context, conn *pgx.Conn, c Capture) (Captured, err
 	}
 	var id int64
 	var own bool
-	if _, err := pgx.ForEachRow(rows, []any{&id, &own}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&id, &own, &out.Erased}, func() error {
 		if own {
 			out.ItemIDs = append(out.ItemIDs, id)
 		} else {

@@ -13,7 +13,8 @@ import (
 // stored (a retry, or a tool loop's next round) reports the message's
 // items, and the items of the turns stored since from the positions the
 // request sends after it; nothing of other conversations, of earlier
-// turns, or of positions past the request's.
+// turns, or of positions past the request's; and the tenant's latest
+// erasure.
 func TestDuplicateReportsWhatWasStored(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -61,7 +62,6 @@ func TestDuplicateReportsWhatWasStored(t *testing.T) {
 		{"the request ends before the reply's position", 2, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // a duplicate writes nothing
 			again := store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
 				Position: 1, Fingerprint: []byte("question"), CreatedAt: time.Now(), ClockAdvance: 3,
 				Items: []store.CaptureItem{item("why does the parser reject trailing commas?", 1)}, SentAfter: tc.sentAfter}
@@ -72,9 +72,24 @@ func TestDuplicateReportsWhatWasStored(t *testing.T) {
 			if !got.Duplicate || !slices.Equal(got.ItemIDs, question) || len(got.Items) != 0 {
 				t.Fatalf("duplicate reported %+v, want the question's items %v", got, question)
 			}
+			if got.Erased != 0 {
+				t.Fatalf("erased at %d in a tenant nothing was erased of", got.Erased)
+			}
 			if !slices.Equal(got.SentAfter, tc.want) {
 				t.Fatalf("sent after: %v, want %v (earlier %v, elsewhere %v, later %v)", got.SentAfter, tc.want, earlier, elsewhere, later)
 			}
 		})
+	}
+	// A redaction of any item is what a duplicate reports as erased: a
+	// frame read before it may quote what it removed.
+	rep, err := db.RedactItem(ctx, nt.TenantID, elsewhere[0], store.Actor{Email: "admin@loop.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
+		Position: 1, Fingerprint: []byte("question"), CreatedAt: time.Now(), ClockAdvance: 3,
+		Items: []store.CaptureItem{item("why does the parser reject trailing commas?", 1)}, SentAfter: 4})
+	if err != nil || !got.Duplicate || got.Erased != rep.Seq || rep.Seq == 0 {
+		t.Fatalf("after a redaction at %d: %+v %v", rep.Seq, got, err)
 	}
 }
