@@ -88,6 +88,10 @@ type Config struct {
 	// for minutes), only on each write, so a client that stops reading is
 	// dropped, freeing its handler and the provider's generation.
 	WriteStall time.Duration
+	// KeepAlive is how long a stream may go without a byte to the client
+	// while the proxy holds back the provider's events (keepalive.go); 0
+	// means 15 seconds.
+	KeepAlive time.Duration
 	// InspectRetention is how long the request inspector keeps what a
 	// request's provider received and answered (inspect.go); 0 keeps none.
 	InspectRetention time.Duration

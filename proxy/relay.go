@@ -203,6 +203,7 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 	if err := rl.rc.Flush(); err != nil {
 		return reply{interrupted: true}, nil
 	}
+	rl.wrote = time.Now()
 	var st toolloop.Stitcher
 	if t.loop != nil {
 		st = t.loop.Stitcher()
@@ -287,12 +288,15 @@ type relayer struct {
 	rc  *http.ResponseController
 	ts  translate.Stream
 	acc *accumulator
+	// wrote is when the client last got an event (keepalive.go).
+	wrote time.Time
 }
 
 // relay reports brk when a terminator came without a stop (the client
 // gets an error instead of it), gone when the client left, and an error
 // for an event that could not be translated.
 func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
+	wrote := false // held or dropped, the client may need a keepalive
 	for _, ev := range evs {
 		rl.acc.add(ev)
 		if rl.acc.ended && !rl.acc.done {
@@ -308,6 +312,12 @@ func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 		if !writeEvents(rl.res, rl.rc, rl.p.writeStall(), out) {
 			return false, true, nil
 		}
+		if len(out) > 0 {
+			rl.wrote, wrote = time.Now(), true
+		}
+	}
+	if !wrote && !rl.keepAlive() {
+		return false, true, nil
 	}
 	return false, false, nil
 }
