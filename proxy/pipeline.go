@@ -264,11 +264,7 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 	if err != nil {
 		return p.memoryUnavailable(c, "frame", err)
 	}
-	if k, ok := p.loopKey(t, q); ok && !live.Duplicate {
-		// Erasures as the frame's own catch-up left them: one applied
-		// after its read moves the count past what is kept.
-		p.frames.put(k, f, live.ItemIDs, p.mem.Erasures(t.who.TenantID), time.Now())
-	}
+	p.keepLoopFrame(t, q, live, f)
 	t.frame = &f
 	t.readAt(f.Seq)
 	return nil
@@ -284,6 +280,15 @@ func (p *Proxy) loopKey(t *turn, q *memory.FrameQuery) (loopKey, bool) {
 	}
 	return loopKey{tenant: t.who.TenantID, user: t.who.UserID, conv: t.who.ConversationID,
 		live: string(memory.Fingerprint("user", t.in.live, t.liveText)), budget: q.Budget, tools: q.Tools, explain: q.Explain}, true
+}
+
+// keepLoopFrame keeps the frame of a question just stored, for its loop's
+// next rounds. Erasures are counted as the frame's own catch-up left them:
+// one applied after its read moves the count past what is kept.
+func (p *Proxy) keepLoopFrame(t *turn, q *memory.FrameQuery, live store.Captured, f memory.Frame) {
+	if k, ok := p.loopKey(t, q); ok && !live.Duplicate {
+		p.frames.put(k, f, live.ItemIDs, p.mem.Erasures(t.who.TenantID), time.Now())
+	}
 }
 
 // loopRound is a turn whose question has a kept frame: the next round of
@@ -307,6 +312,7 @@ func (p *Proxy) loopRound(ctx context.Context, c echo.Context, t *turn, q *memor
 	if err != nil {
 		return p.memoryUnavailable(c, "frame", err)
 	}
+	p.keepLoopFrame(t, q, *live, f) // stored afresh: a purge took the question
 	t.frame = &f
 	t.readAt(f.Seq)
 	return nil
@@ -412,21 +418,24 @@ func (t *turn) shown() []int64 {
 }
 
 func readBody(c echo.Context, limit int64) ([]byte, error) {
-	tooLarge := &APIError{Status: http.StatusRequestEntityTooLarge, Kind: RequestTooLarge,
-		Message: fmt.Sprintf("request body exceeds %d bytes", limit)}
 	if c.Request().ContentLength > limit {
-		return nil, tooLarge // said so up front: nothing of it is read
+		return nil, bodyTooLarge(limit) // said so up front: nothing of it is read
 	}
 	r := http.MaxBytesReader(c.Response(), c.Request().Body, limit)
 	b, err := io.ReadAll(r)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, tooLarge
+		return nil, bodyTooLarge(limit)
 	}
 	if err != nil {
 		return nil, errBadRequest("could not read request body")
 	}
 	return b, nil
+}
+
+func bodyTooLarge(limit int64) error {
+	return &APIError{Status: http.StatusRequestEntityTooLarge, Kind: RequestTooLarge,
+		Message: fmt.Sprintf("request body exceeds %d bytes", limit)}
 }
 
 func responseStatus(c echo.Context, err error) int {
