@@ -78,7 +78,8 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 			return Frame{}, err
 		}
 		lc.adopt(&q)
-		if slices.ContainsFunc(hits, func(h arena.Hit) bool { return slices.Contains(q.unmatched(), h.ID) }) {
+		um := q.unmatched()
+		if slices.ContainsFunc(hits, func(h arena.Hit) bool { return slices.Contains(um, h.ID) }) {
 			if aq, hits, err = e.retrieve(ctx, q, qtext, r); err != nil {
 				return Frame{}, err
 			}
@@ -398,8 +399,9 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 		}
 	}
 	dated := make(map[int64]bool, len(in.Dated))
+	um := q.unmatched()
 	for _, id := range in.Dated {
-		if dated[id] || slices.Contains(q.unmatched(), id) {
+		if dated[id] || slices.Contains(um, id) {
 			continue
 		}
 		dated[id] = true

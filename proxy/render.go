@@ -45,8 +45,12 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 			add(m.raw)
 		}
 	}
-	for _, i := range leadingScaffolding(in) {
+	lead := leadingScaffolding(in)
+	for _, i := range lead {
 		add(in.messages[i].raw)
+	}
+	if m := firstTurnScaffolding(in, len(lead)); m != nil {
+		add(m)
 	}
 	for i, t := range f.Turns {
 		m := frameMessage{Role: t.Role, Content: t.Text}
@@ -156,6 +160,63 @@ func leadingScaffolding(in *inbound) []int {
 			return out
 		}
 		out = append(out, i)
+	}
+	return out
+}
+
+// firstTurnScaffolding is a user message of the scaffolding parts of the
+// conversation's first turn, when that turn is history: Claude Code puts
+// the project's CLAUDE.md, as a reminder, in a part of its own beside the
+// first prompt. A harness resends it with every request; the frame
+// replacing the turn lost it from the second prompt on. Only text parts
+// that are nothing but scaffolding go (without a cache breakpoint, which
+// would count against the provider's limit), as sent; nil when there are
+// none. skip is how many leading scaffolding messages come first.
+func firstTurnScaffolding(in *inbound, skip int) json.RawMessage {
+	for i, m := range in.messages[:in.live] {
+		if m.role == "system" || m.role == "developer" {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if m.role != "user" || m.toolOnly {
+			return nil
+		}
+		return scaffoldingParts(in.messages[i].raw) // a string content has no parts
+	}
+	return nil
+}
+
+// scaffoldingParts is the message of raw's text parts that are only
+// scaffolding, nil when there are none.
+func scaffoldingParts(raw json.RawMessage) json.RawMessage {
+	var parts []json.RawMessage
+	if json.Unmarshal(rawContent(raw), &parts) != nil {
+		return nil
+	}
+	var keep []json.RawMessage
+	for _, p := range parts {
+		var cp struct {
+			Type         string          `json:"type"`
+			Text         string          `json:"text"`
+			CacheControl json.RawMessage `json:"cache_control"`
+		}
+		if json.Unmarshal(p, &cp) == nil && isTextPart(cp.Type) && cp.CacheControl == nil &&
+			strings.TrimSpace(cp.Text) != "" && text.Content(cp.Text) == "" {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	out, err := json.Marshal(struct {
+		Role    string            `json:"role"`
+		Content []json.RawMessage `json:"content"`
+	}{"user", keep})
+	if err != nil {
+		return nil
 	}
 	return out
 }

@@ -52,9 +52,10 @@ func sameJSON(a, b []byte) bool {
 
 // TestRenderKeepsLeadingScaffolding: a harness's instructions sent as user
 // messages ahead of the conversation (Codex's AGENTS.md and environment
-// context) go through after the system prompt, as sent; a first turn with
-// words of its own (Claude Code's reminder beside the prompt) is history,
-// as is scaffolding later in the conversation.
+// context) go through after the system prompt, as sent, and so do the
+// scaffolding parts of a first turn that is history (Claude Code's
+// CLAUDE.md reminder beside the first prompt); scaffolding later in the
+// conversation is history.
 func TestRenderKeepsLeadingScaffolding(t *testing.T) {
 	t.Parallel()
 	frame := &memory.Frame{Turns: []memory.Turn{{Role: "user", Text: "【memory】"}, {Role: "assistant", Text: "Fixed."}, {Role: "user", Text: "now run the linter"}}}
@@ -65,7 +66,16 @@ func TestRenderKeepsLeadingScaffolding(t *testing.T) {
 	}{
 		{"codex", codexBody(t, "", "fix the failing test", "Fixed.", "now run the linter"), dialect.OpenAIResponses,
 			[]string{"developer <permissions instructions>", "user # AGENTS.md instructions", "user 【memory】", "assistant Fixed.", "user now run the linter"}},
-		{"claude code", claudeCodeBody(t, "s", "fix the failing test", "Fixed.", "now run the linter"), dialect.AnthropicMessages,
+		{"claude code: the first turn's reminder goes on", claudeCodeBody(t, "s", "fix the failing test", "Fixed.", "now run the linter"), dialect.AnthropicMessages,
+			[]string{"user <system-reminder>\nAs you answer the user's questions", "user 【memory】", "assistant Fixed.", "user now run the linter"}},
+		{"claude code: the first turn is the question", claudeCodeBody(t, "s", "fix the failing test"), dialect.AnthropicMessages,
+			[]string{"user 【memory】", "assistant Fixed.", "user now run the linter"}},
+		{"a first turn of plain text", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"<system-reminder>x</system-reminder> fix it"},` +
+			`{"role":"assistant","content":"Fixed."},{"role":"user","content":"now run the linter"}]}`, dialect.AnthropicMessages,
+			[]string{"user 【memory】", "assistant Fixed.", "user now run the linter"}},
+		{"a reminder with a cache breakpoint stays behind", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[` +
+			`{"type":"text","text":"<system-reminder>x</system-reminder>","cache_control":{"type":"ephemeral"}},{"type":"text","text":"fix it"}]},` +
+			`{"role":"assistant","content":"Fixed."},{"role":"user","content":"now run the linter"}]}`, dialect.AnthropicMessages,
 			[]string{"user 【memory】", "assistant Fixed.", "user now run the linter"}},
 		{"scaffolding later is history", `{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"fix the failing test"},` +
 			`{"role":"user","content":"<environment_context><cwd>/x</cwd></environment_context>"},{"role":"assistant","content":"Fixed."},{"role":"user","content":"now run the linter"}]}`,
