@@ -90,7 +90,8 @@ func paths() []failurePath {
 			w.do(c.path, call{what: "messages", path: "/v1/messages", header: anthropic(c, k), body: body(messagesBody("claude-sonnet-4-5", big, false)), want: 413})
 			w.do(c.path, call{what: "responses", path: "/k/" + k + "/v1/responses", header: openai(c, k), body: body(`{"model":"gpt-4o","input":"` + big + `"}`), want: 413})
 			w.do(c.path, call{what: "import", path: "/k/" + k + "/perpetuity/import", header: openai(c, k), body: body(big), want: 413})
-			w.do(c.path, call{what: "fake key", path: "/k/" + c.fake + "/v1/chat/completions", header: openai(c, c.fake), body: body(chatBody("gpt-4o", big, false)), want: 413})
+			// A key that is not one is refused before its body is read.
+			w.do(c.path, call{what: "fake key", path: "/k/" + c.fake + "/v1/chat/completions", header: openai(c, c.fake), body: body(chatBody("gpt-4o", big, false)), want: 401})
 		}},
 		{"429 upstream", func(w *world, c canaries) {
 			k := c.ppk
