@@ -189,6 +189,18 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 				return err
 			}
 		}
+		// Counted before the reply goes out: a client may have all of it
+		// (a whole reply is flushed under its write deadline, a stream's
+		// end too) before this handler goes on, and Drain must not find
+		// nothing left to wait for while the reply's capture and record
+		// are still to come.
+		p.after.Add(1)
+		handedOff := false
+		defer func() {
+			if !handedOff { // forward panicked
+				p.after.Done()
+			}
+		}()
 		reply, err := p.forward(c, t, out)
 		if reply.interrupted && wasCut(ctx) {
 			// Not a client that left: the drain deadline ended the reply,
@@ -201,7 +213,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		// The record keeps when it ended, not when its capture did: a
 		// slow capture would otherwise order it after a later request.
 		ended := time.Now()
-		p.after.Add(1)
+		handedOff = true
 		go func() {
 			defer p.after.Done()
 			p.captureReply(t, reply)
