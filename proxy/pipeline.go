@@ -247,9 +247,10 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 		_, err := p.captureLive(ctx, c, t)
 		return err
 	}
-	if k, ok := p.loopKey(t, q); ok {
+	k, keeps := p.loopKey(t, q)
+	if keeps {
 		if kept, ok := p.frames.get(k, p.mem.Erasures(t.who.TenantID), time.Now()); ok {
-			return p.loopRound(ctx, c, t, q, kept)
+			return p.loopRound(ctx, c, t, q, k, kept)
 		}
 	}
 	conv := t.who.ConversationID
@@ -276,7 +277,9 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 	if err != nil {
 		return p.memoryUnavailable(c, "frame", err)
 	}
-	p.keepLoopFrame(t, q, live, f)
+	if keeps {
+		p.keepLoopFrame(t, k, live, f)
+	}
 	t.frame = &f
 	t.readAt(f.Seq)
 	return nil
@@ -297,8 +300,9 @@ func (p *Proxy) loopKey(t *turn, q *memory.FrameQuery) (loopKey, bool) {
 // keepLoopFrame keeps the frame of a question just stored, for its loop's
 // next rounds. Erasures are counted as the frame's own catch-up left them:
 // one applied after its read moves the count past what is kept.
-func (p *Proxy) keepLoopFrame(t *turn, q *memory.FrameQuery, live store.Captured, f memory.Frame) {
-	if k, ok := p.loopKey(t, q); ok && !live.Duplicate {
+func (p *Proxy) keepLoopFrame(t *turn, k loopKey, live store.Captured, f memory.Frame) {
+	if !live.Duplicate {
+		k.conv = t.who.ConversationID // the capture may have made it again
 		p.frames.put(k, f, live.ItemIDs, p.mem.Erasures(t.who.TenantID), time.Now())
 	}
 }
@@ -308,7 +312,7 @@ func (p *Proxy) keepLoopFrame(t *turn, q *memory.FrameQuery, live store.Captured
 // is taken when it found the question stored as the frame saw it and no
 // erasure logged since the frame read memory. Otherwise the frame is
 // built after the capture.
-func (p *Proxy) loopRound(ctx context.Context, c echo.Context, t *turn, q *memory.FrameQuery, kept loopFrame) error {
+func (p *Proxy) loopRound(ctx context.Context, c echo.Context, t *turn, q *memory.FrameQuery, k loopKey, kept loopFrame) error {
 	live, err := p.captureLive(ctx, c, t)
 	if err != nil {
 		return err
@@ -324,7 +328,7 @@ func (p *Proxy) loopRound(ctx context.Context, c echo.Context, t *turn, q *memor
 	if err != nil {
 		return p.memoryUnavailable(c, "frame", err)
 	}
-	p.keepLoopFrame(t, q, *live, f) // stored afresh: a purge took the question
+	p.keepLoopFrame(t, k, *live, f) // stored afresh: a purge took the question
 	t.frame = &f
 	t.readAt(f.Seq)
 	return nil

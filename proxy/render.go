@@ -14,9 +14,8 @@ import (
 // inbound dialect, and leaves every other field as sent. Kept: the system
 // prompt (OpenAI system and developer messages at the head; Anthropic's
 // top-level system; Responses instructions), the harness's instructions
-// sent as user messages ahead of the conversation (leadingScaffolding),
-// and the in-flight exchange
-// after the live question (assistant tool calls and tool results), rendered
+// in the history (harnessInstructions), and the in-flight exchange after
+// the live question (assistant tool calls and tool results), rendered
 // natively so ids still match. A crossing adapter translates the result.
 func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 	if f == nil || in.live < 0 {
@@ -45,11 +44,7 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 			add(m.raw)
 		}
 	}
-	lead := leadingScaffolding(in)
-	for _, i := range lead {
-		add(in.messages[i].raw)
-	}
-	if m := firstTurnScaffolding(in, len(lead)); m != nil {
+	for _, m := range harnessInstructions(in) {
 		add(m)
 	}
 	for i, t := range f.Turns {
@@ -143,54 +138,43 @@ func withNonTextParts(d dialect.Dialect, text string, liveRaw json.RawMessage) [
 
 func isTextPart(typ string) bool { return typ == "text" || typ == "input_text" || typ == "output_text" }
 
-// leadingScaffolding are the user messages ahead of the conversation that
-// are nothing but a harness's scaffolding (memory/text.Content): Codex
-// CLI opens every request with its AGENTS.md instructions and environment
-// context (folder, shell, sandbox) as a user message of their own. They
-// are instructions, not history: the frame replacing them lost them for
-// the model on every request. They go through as sent, after the system
-// prompt; the conversation's first turn of its own ends them.
-func leadingScaffolding(in *inbound) []int {
-	var out []int
-	for i, m := range in.messages[:in.live] {
+// harnessInstructions are what the frame must not replace of the
+// history ahead of the live question: a harness's instructions, not the
+// conversation. They go through as sent, after the system prompt.
+//   - User messages ahead of the first turn that are nothing but
+//     scaffolding (memory/text.Content): Codex CLI opens every request with
+//     its AGENTS.md instructions and environment context (folder, shell,
+//     sandbox) as a user message of their own.
+//   - The scaffolding parts of the first turn, when it is history: Claude
+//     Code puts the project's CLAUDE.md, as a reminder, in a part of its
+//     own beside the first prompt.
+//
+// A harness resends both with every request; the frame replacing them lost
+// them for the model from the second prompt on (Codex: on every request).
+func harnessInstructions(in *inbound) []json.RawMessage {
+	var out []json.RawMessage
+	for _, m := range in.messages[:in.live] {
 		switch {
 		case m.role == "system" || m.role == "developer":
 			continue
-		case m.role != "user" || m.toolOnly || strings.TrimSpace(m.text) == "" || text.Content(m.text) != "":
+		case m.role != "user" || m.toolOnly || strings.TrimSpace(m.text) == "":
 			return out
+		case text.Content(m.text) == "":
+			out = append(out, m.raw)
+			continue
 		}
-		out = append(out, i)
+		// The first turn of the conversation's own.
+		if parts := scaffoldingParts(m.raw); parts != nil {
+			out = append(out, parts)
+		}
+		return out
 	}
 	return out
 }
 
-// firstTurnScaffolding is a user message of the scaffolding parts of the
-// conversation's first turn, when that turn is history: Claude Code puts
-// the project's CLAUDE.md, as a reminder, in a part of its own beside the
-// first prompt. A harness resends it with every request; the frame
-// replacing the turn lost it from the second prompt on. Only text parts
-// that are nothing but scaffolding go (without a cache breakpoint, which
-// would count against the provider's limit), as sent; nil when there are
-// none. skip is how many leading scaffolding messages come first.
-func firstTurnScaffolding(in *inbound, skip int) json.RawMessage {
-	for i, m := range in.messages[:in.live] {
-		if m.role == "system" || m.role == "developer" {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		if m.role != "user" || m.toolOnly {
-			return nil
-		}
-		return scaffoldingParts(in.messages[i].raw) // a string content has no parts
-	}
-	return nil
-}
-
 // scaffoldingParts is the message of raw's text parts that are only
-// scaffolding, nil when there are none.
+// scaffolding (without a cache breakpoint, which would count against the
+// provider's limit), nil when there are none or raw's content is a string.
 func scaffoldingParts(raw json.RawMessage) json.RawMessage {
 	var parts []json.RawMessage
 	if json.Unmarshal(rawContent(raw), &parts) != nil {
