@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/proxy/dialect"
+	"github.com/perpetuity/perpetuity/proxy/wire/anthropic"
 )
 
 // With the memory tools offered, a round's calls of the harness's own
@@ -20,9 +21,11 @@ import (
 // timeouts of common front proxies.
 const defaultKeepAlive = 15 * time.Second
 
-var (
-	anthropicPing = []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n")
-	sseComment    = []byte(": keepalive\n\n")
+// The keepalives as they go out: Anthropic's ping event as its API sends
+// it, an SSE comment line.
+const (
+	anthropicPing = "event: " + anthropic.EventPing + "\ndata: {\"type\": \"" + anthropic.EventPing + "\"}\n\n"
+	sseComment    = ": keepalive\n\n"
 )
 
 func (p *Proxy) keepAliveEvery() time.Duration {
@@ -44,5 +47,5 @@ func (rl *relayer) keepAlive() bool {
 		ka = anthropicPing
 	}
 	rl.wrote = now
-	return writeFlush(rl.res, rl.rc, rl.p.writeStall(), ka)
+	return writeFlush(rl.res, rl.rc, rl.p.writeStall(), []byte(ka))
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"net/http"
 	"slices"
 	"strings"
@@ -49,7 +48,7 @@ func TestKeepAliveWhileHeld(t *testing.T) {
 						own = 1
 					}
 				}
-				if n := bytes.Count([]byte(body), ka); (n > own) != held || n < own {
+				if n := strings.Count(body, ka); (n > own) != held || n < own {
 					t.Fatalf("%d keepalives (%d of the stream's own), want more: %v\n%s", n, own, held, body)
 				}
 				saw := clientSaw(t, r.client, true, body)
