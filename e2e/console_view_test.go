@@ -317,7 +317,7 @@ func TestBrowserViewDictionariesAndIntegrity(t *testing.T) {
 	if was != "v"+strconv.FormatInt(wasN, 10) || wasN == 2 {
 		t.Fatalf("the team serves %s (head v%d)", was, wasN)
 	}
-	a.step("upload v2",
+	a.stepWithin("upload v2", 45*time.Second,
 		chromedp.SetUploadFiles(byTestID("dict-file"), []string{v2}), chromedp.Click(byTestID("dict-upload")),
 		chromedp.WaitVisible(byTestID("notice")), chromedp.WaitVisible(chromedp.CSS(`[data-testid="dict-row"][data-version="2"]`)))
 	if got := a.text(byTestID("notice")); !strings.Contains(got, "loaded dark") {
