@@ -10,58 +10,89 @@ import (
 
 // FrameBeside builds the frame of a live question while capture stores it:
 // the frame's one read (catch-up, clock, warm, recent, dates, labels) and
-// its scan run while the capture's statements and its commit do, instead
-// of after them. The frame is the one Frame would build after Capture with
-// q.LiveItems set to the captured items (settleLive mends what the read's
-// earlier snapshot could not see), but for one thing: the scan's term
-// statistics usually do not count the question itself yet, as a probe's
-// do not (a frame after Capture counts it; an arena that took the question
-// in before the scan is scanned again without it among the matches). It
-// returns only once capture has returned, whatever happened to the frame:
-// nothing may go upstream before the question is stored, and a failed
-// capture wins over the frame (the caller answers that memory is
-// unavailable).
+// its scan run while the capture's statements do, and the rest of the
+// frame (candidates, render) while its commit flushes: the frame needs the
+// stored ids, not their durability. The frame is the one Frame would build
+// after Capture with q.LiveItems set to the captured items (settleLive
+// mends what the read's earlier snapshot could not see), but for one
+// thing: the scan's term statistics usually do not count the question
+// itself yet, as a probe's do not (a frame after Capture counts it; an
+// arena that took the question in before the scan is scanned again without
+// it among the matches). It returns only once capture has returned,
+// whatever happened to the frame: nothing may go upstream before the
+// question is stored, and a failed capture (its commit included) wins over
+// the frame (the caller answers that memory is unavailable).
 //
 // capture runs on its own goroutine and must not use ctx's cancellation if
-// a client hanging up must not lose the turn; q's LiveStored and LiveItems
-// are set from what it stored.
-func (e *Engine) FrameBeside(ctx context.Context, q FrameQuery, capture func() (store.Captured, error)) (store.Captured, Frame, error) {
-	lc := &liveCapture{done: make(chan struct{})}
+// a client hanging up must not lose the turn; it passes stored to the
+// capture (memory.Message.Stored), or the frame waits for its return. q's
+// LiveStored and LiveItems are set from what it stored.
+func (e *Engine) FrameBeside(ctx context.Context, q FrameQuery, capture func(stored func(store.Captured)) (store.Captured, error)) (store.Captured, Frame, error) {
+	lc := &liveCapture{stored: make(chan struct{}), done: make(chan struct{})}
+	var final store.Captured
 	go func() {
 		defer close(lc.done)
-		lc.got, lc.err = capture()
+		said := false // only this goroutine runs capture, and so stored
+		got, err := capture(func(c store.Captured) {
+			if !said {
+				said, lc.got = true, c
+				close(lc.stored)
+			}
+		})
+		final, lc.err = got, err
+		if !said {
+			lc.got, lc.storeErr = got, err
+			close(lc.stored)
+		}
 	}()
 	f, err := e.frame(ctx, q, lc)
 	<-lc.done
 	if lc.err != nil {
 		return store.Captured{}, Frame{}, lc.err
 	}
-	return lc.got, f, err
+	return final, f, err
 }
 
-// liveCapture is the capture a frame runs beside.
+// liveCapture is the capture a frame runs beside. got and storeErr are
+// set before stored is closed (the statements succeeded, or the capture
+// ended without), err before done (the capture returned).
 type liveCapture struct {
-	done chan struct{}
-	got  store.Captured
-	err  error
+	stored   chan struct{}
+	got      store.Captured
+	storeErr error
+	done     chan struct{}
+	err      error
 }
 
-// adopt sets q's live items from the capture if it has returned (a nil
+// adopt sets q's live items from the capture if it has stored them (a nil
 // capture is none).
 func (lc *liveCapture) adopt(q *FrameQuery) {
 	if lc == nil || q.LiveStored {
 		return
 	}
 	select {
-	case <-lc.done:
-		q.LiveStored, q.LiveItems, q.SentAfter = true, lc.got.ItemIDs, lc.got.SentAfter
+	case <-lc.stored:
+		if lc.storeErr == nil {
+			q.LiveStored, q.LiveItems, q.SentAfter = true, lc.got.ItemIDs, lc.got.SentAfter
+		}
 	default:
 	}
 }
 
-// wait waits for the capture; its error ends the frame (FrameBeside
-// reports it).
-func (lc *liveCapture) wait(ctx context.Context) error {
+// waitStored waits for the capture's statements; its error ends the frame
+// (FrameBeside reports it). The rows are not yet visible to other
+// connections then: what reads them from the store waits for committed.
+func (lc *liveCapture) waitStored(ctx context.Context) error {
+	select {
+	case <-lc.stored:
+		return lc.storeErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// committed waits for the capture to return.
+func (lc *liveCapture) committed(ctx context.Context) error {
 	select {
 	case <-lc.done:
 		return lc.err

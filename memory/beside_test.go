@@ -17,7 +17,8 @@ import (
 // same memory, one asked through Capture then Frame, the other through
 // FrameBeside, give the same frame, the same candidates and reasons, and
 // the same stored turn, whether the frame's read sees the commit or not
-// (a capture held back until the read is surely out).
+// (a capture held back until the read is surely out), and when the frame
+// goes on before the commit (its live items not yet in the store's view).
 func TestFrameBesideEqualsFrameAfterCapture(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
@@ -52,12 +53,26 @@ func TestFrameBesideEqualsFrameAfterCapture(t *testing.T) {
 		}, "What is the boiler code?", 2},
 	}
 	for _, c := range cases {
-		for _, held := range []time.Duration{0, 40 * time.Millisecond} {
-			t.Run(fmt.Sprintf("%s, capture held %v", c.name, held), func(t *testing.T) {
+		for _, hold := range []struct {
+			name          string
+			before, after time.Duration // the capture held before it starts, and between its statements and its commit
+			warm          bool          // the arena loaded by a frame before (else the frame's cold load waits for the commit)
+		}{{"at once", 0, 0, false}, {"capture held", 40 * time.Millisecond, 0, false}, {"commit held", 0, 40 * time.Millisecond, true}} {
+			t.Run(c.name+", "+hold.name, func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
 				after, beside := newFixture(t), newFixture(t)
 				wa, wb := c.setup(t, after), c.setup(t, beside)
+				if hold.warm {
+					for _, fw := range []struct {
+						f *fixture
+						w memory.Who
+					}{{after, wa}, {beside, wb}} {
+						if _, err := fw.f.eng.Frame(ctx, memory.FrameQuery{Who: fw.w, Live: "warm up", Now: now, Probe: true}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
 				msg := func(w memory.Who) memory.Message {
 					return memory.Message{Who: w, Role: "user", Text: c.live, Position: c.pos, At: at}
 				}
@@ -74,9 +89,14 @@ func TestFrameBesideEqualsFrameAfterCapture(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cb, fb, err := beside.eng.FrameBeside(ctx, q(wb), func() (store.Captured, error) {
-					time.Sleep(held)
-					return beside.eng.Capture(context.Background(), msg(wb))
+				cb, fb, err := beside.eng.FrameBeside(ctx, q(wb), func(stored func(store.Captured)) (store.Captured, error) {
+					time.Sleep(hold.before)
+					m := msg(wb)
+					m.Stored = func(c store.Captured) {
+						stored(c)
+						time.Sleep(hold.after)
+					}
+					return beside.eng.Capture(context.Background(), m)
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -123,7 +143,7 @@ func TestFrameBesideFailedCapture(t *testing.T) {
 	boom := errors.New("database went away")
 	returned := false
 	_, _, err := f.eng.FrameBeside(context.Background(), memory.FrameQuery{Who: w, Live: "the database?", Now: time.Now()},
-		func() (store.Captured, error) {
+		func(func(store.Captured)) (store.Captured, error) {
 			time.Sleep(30 * time.Millisecond)
 			returned = true
 			return store.Captured{}, boom
@@ -133,5 +153,96 @@ func TestFrameBesideFailedCapture(t *testing.T) {
 	}
 	if !returned {
 		t.Fatal("FrameBeside returned before the capture did")
+	}
+}
+
+// renders tells when a frame was rendered.
+type renders chan struct{}
+
+func (r renders) Duration(string, time.Duration) {}
+func (r renders) FrameTokens(int) {
+	select {
+	case r <- struct{}{}:
+	default:
+	}
+}
+
+// TestFrameBesideRendersBeforeCommit: the frame needs the capture's ids,
+// not its commit, so it is rendered while the commit is out; a commit that
+// then fails still fails the turn, and the frame's heat is not written.
+func TestFrameBesideRendersBeforeCommit(t *testing.T) {
+	t.Parallel()
+	for _, commitFails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("commit fails %v", commitFails), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			rendered := make(renders, 1)
+			f.eng.SetObserver(rendered)
+			w := f.who(t, "alice", "pantry")
+			f.say(t, w, "user", "The spare key hangs in the pantry behind the flour", 0)
+			f.say(t, w, "assistant", "Noted: pantry, behind the flour.", 1)
+			ctx := context.Background()
+			var last int64
+			if err := f.owner.QueryRow(ctx, `SELECT max(id) FROM items WHERE tenant_id = $1`, f.nt.TenantID).Scan(&last); err != nil {
+				t.Fatal(err)
+			}
+			// The heat of the items stored before the question (its own is
+			// born hot, committed here in either case).
+			heat := func() string {
+				var h string
+				if err := f.owner.QueryRow(ctx, `SELECT string_agg(item_id || ':' || t_last || ':' || peak, ',' ORDER BY item_id)
+					FROM activations WHERE tenant_id = $1 AND item_id <= $2`, f.nt.TenantID, last).Scan(&h); err != nil {
+					t.Fatal(err)
+				}
+				return h
+			}
+			// A frame first: the arena is loaded (a cold load waits for
+			// the commit, since it reads the question from the store).
+			if _, err := f.eng.Frame(ctx, memory.FrameQuery{Who: w, Live: "pantry", Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			select { // that frame's render is not the one waited for
+			case <-rendered:
+			default:
+			}
+			before := heat()
+			boom := errors.New("commit failed")
+			var waited bool
+			_, fr, err := f.eng.FrameBeside(ctx, memory.FrameQuery{Who: w, Live: "Where is the spare key?", Now: time.Now()},
+				func(stored func(store.Captured)) (store.Captured, error) {
+					m := memory.Message{Who: w, Role: "user", Text: "Where is the spare key?", Position: 2, At: time.Now()}
+					m.Stored = func(c store.Captured) {
+						stored(c)
+						select {
+						case <-rendered:
+							waited = true
+						case <-time.After(10 * time.Second):
+						}
+					}
+					got, err := f.eng.Capture(ctx, m)
+					if commitFails {
+						return store.Captured{}, boom
+					}
+					return got, err
+				})
+			if !waited {
+				t.Fatal("the frame was not rendered while the capture's commit waited")
+			}
+			if commitFails {
+				if !errors.Is(err, boom) {
+					t.Fatalf("err = %v, want the capture's", err)
+				}
+				if after := heat(); after != before {
+					t.Fatalf("a failed turn's frame reheated memory: activations' peaks %v, then %v", before, after)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if txt := frameText(fr); !strings.Contains(txt, "behind the flour") || !strings.HasSuffix(strings.TrimSpace(txt), "Where is the spare key?") {
+				t.Fatalf("frame:\n%s", txt)
+			}
+		})
 	}
 }

@@ -34,7 +34,7 @@ func (e *Engine) FrameItems(ctx context.Context, tenantID, viewer int64, ids []i
 		}
 		labels = in.Labels
 	}
-	return e.frameItems(ctx, tenantID, ids, labels)
+	return e.frameItems(ctx, tenantID, ids, labels, nil)
 }
 
 // IsResident reports whether the tenant's arena is loaded in this process.

@@ -74,7 +74,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 	if lc != nil {
 		// The scan ran beside the capture; had the arena taken in the
 		// question meanwhile (own.go), it scans again without it.
-		if err := lc.wait(ctx); err != nil {
+		if err := lc.waitStored(ctx); err != nil {
 			return Frame{}, err
 		}
 		lc.adopt(&q)
@@ -116,8 +116,14 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 	if cands, err = e.preferSpeaker(ctx, q.TenantID, cands, namedIn(qtext, in.Labels), in.Labels); err != nil {
 		return Frame{}, err
 	}
+	var stored []store.ItemText
+	if lc != nil {
+		// Not committed yet, so not in the store's view: the render
+		// takes the live question's items from the capture.
+		stored = lc.got.Items
+	}
 	render := time.Now()
-	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), in.Labels, budget)
+	f, shown, err := e.fit(ctx, q, cands, priceList(r.arena, hits, nbs, chs, in), in.Labels, budget, stored)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -135,6 +141,9 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 			}
 		}
 		write := func(ctx context.Context) error {
+			if lc != nil && lc.committed(ctx) != nil {
+				return nil // the turn failed: its frame was never shown
+			}
 			return e.store.ApplyReheats(ctx, q.TenantID, q.UserID, in.Clock, rs)
 		}
 		if e.opt.DeferReheat && len(rs) > 0 {
@@ -356,8 +365,14 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 		}
 	}
 	// A match's conversation and chain neighbours come in r places below
-	// it, unless they rank better already.
+	// it, unless they rank better already. The live question is none: it
+	// is in the frame as the question (and retrieved by nothing), whether
+	// or not the arena took it in before the frame read its neighbours.
+	um := q.unmatched()
 	bring := func(id int64, r int, why Reason) {
+		if slices.Contains(um, id) {
+			return
+		}
 		c := get(id)
 		c.why |= why
 		c.place(r)
@@ -399,7 +414,6 @@ func (e *Engine) candidates(q FrameQuery, hits []arena.Hit, joined map[int64]boo
 		}
 	}
 	dated := make(map[int64]bool, len(in.Dated))
-	um := q.unmatched()
 	for _, id := range in.Dated {
 		if dated[id] || slices.Contains(um, id) {
 			continue
@@ -544,7 +558,7 @@ const fetchLimit = 400
 // priority order by their stored token counts until the budget is spent;
 // pass two renders the text and, while the rendered tokens exceed the
 // budget, drops the lowest-priority non-mandatory item.
-func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[int64]int, labels store.Labels, budget int) (Frame, map[int64]bool, error) {
+func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[int64]int, labels store.Labels, budget int, stored []store.ItemText) (Frame, map[int64]bool, error) {
 	all := len(cands)
 	considered := cands
 	if len(cands) > fetchLimit {
@@ -555,7 +569,7 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 	for i, c := range cands {
 		ids[i] = c.id
 	}
-	byID, err := e.frameItems(ctx, q.TenantID, ids, labels)
+	byID, err := e.frameItems(ctx, q.TenantID, ids, labels, stored)
 	if err != nil {
 		return Frame{}, nil, err
 	}

@@ -47,7 +47,7 @@ func (e *Engine) readFrame(ctx context.Context, q FrameQuery, r *resident, lc *l
 			inputs <- frameInputs{in, err}
 		}()
 		if lc != nil {
-			if err := lc.wait(ctx); err != nil {
+			if err := lc.committed(ctx); err != nil { // the load reads it from the store
 				return view{}, nil, nil, err
 			}
 		}

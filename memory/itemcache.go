@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -149,11 +150,18 @@ func (c *itemCache) remove(e *list.Element) {
 // now: cached texts (in the caught-up arena's tenant, see itemCache) with
 // the labels the frame read up front, and from the store, in one round
 // trip, only the items not cached and the labels not read. An id that no
-// longer exists is left out.
-func (e *Engine) frameItems(ctx context.Context, tenantID int64, ids []int64, known store.Labels) (map[int64]store.RenderItem, error) {
+// longer exists is left out. stored are items a capture beside the frame
+// has stored and not committed: taken as they are, not looked up.
+func (e *Engine) frameItems(ctx context.Context, tenantID int64, ids []int64, known store.Labels, stored []store.ItemText) (map[int64]store.RenderItem, error) {
 	c := e.res.texts
 	epoch := c.epoch(tenantID)
 	cached, missing := c.get(tenantID, ids)
+	for _, it := range stored {
+		if i := slices.Index(missing, it.ID); i >= 0 {
+			cached[it.ID] = it
+			missing = slices.Delete(missing, i, i+1)
+		}
+	}
 	labels := known
 	var keys []store.LabelKey
 	asked := map[store.LabelKey]bool{}

@@ -40,6 +40,9 @@ type Message struct {
 	// none follow), as store.Capture's: a tool loop's next round sends the
 	// question again with the exchange so far after it.
 	SentAfter int
+	// Stored, when set, learns what the capture stored before its commit
+	// returns (store.Capture's): FrameBeside's frame goes on with it.
+	Stored func(store.Captured)
 }
 
 // FrameQuery asks for the frame of one turn.

@@ -244,7 +244,7 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 		return nil
 	}
 	if !recall {
-		_, err := p.captureLive(ctx, c, t)
+		_, err := p.captureLive(ctx, c, t, nil)
 		return err
 	}
 	k, keeps := p.loopKey(t, q)
@@ -255,10 +255,10 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 	}
 	conv := t.who.ConversationID
 	var capErr error
-	live, f, err := p.mem.FrameBeside(ctx, *q, func() (store.Captured, error) {
+	live, f, err := p.mem.FrameBeside(ctx, *q, func(stored func(store.Captured)) (store.Captured, error) {
 		// t is this goroutine's until it returns: the frame works on its
 		// copy of q, and FrameBeside returns after this does.
-		live, err := p.captureLive(ctx, c, t)
+		live, err := p.captureLive(ctx, c, t, stored)
 		if err != nil {
 			capErr = err
 			return store.Captured{}, err
@@ -313,7 +313,7 @@ func (p *Proxy) keepLoopFrame(t *turn, k loopKey, live store.Captured, f memory.
 // erasure logged since the frame read memory. Otherwise the frame is
 // built after the capture.
 func (p *Proxy) loopRound(ctx context.Context, c echo.Context, t *turn, q *memory.FrameQuery, k loopKey, kept loopFrame) error {
-	live, err := p.captureLive(ctx, c, t)
+	live, err := p.captureLive(ctx, c, t, nil)
 	if err != nil {
 		return err
 	}
@@ -349,13 +349,13 @@ func (p *Proxy) storesLive(t *turn) bool {
 
 // captureLive stores the live question before anything is forwarded, on a
 // context detached from the client: a hang-up must not lose the turn.
-func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn) (*store.Captured, error) {
+func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn, stored func(store.Captured)) (*store.Captured, error) {
 	if !p.storesLive(t) {
 		return nil, nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
 	defer cancel()
-	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(), Hints: t.hints()}
+	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(), Hints: t.hints(), Stored: stored}
 	if t.in.live < len(t.in.messages)-1 {
 		m.SentAfter = len(t.in.messages) // a tool exchange in flight follows
 	}

@@ -58,6 +58,12 @@ type Capture struct {
 	// finds the message stored reports the turns stored from those
 	// positions since (Captured.SentAfter).
 	SentAfter int
+	// Stored, when set, is called once every statement has succeeded,
+	// before COMMIT is sent, with what Capture returns if the commit
+	// succeeds: work that needs the stored ids, not their durability (a
+	// frame built beside the capture), goes on while the commit flushes.
+	// Nothing may leave the process on it alone: the commit can still fail.
+	Stored func(Captured)
 }
 
 // Captured reports what a capture stored.
@@ -281,26 +287,26 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, err
 	}
-	var dup Captured
 	if !inserted {
 		// Nothing was written; what was stored before is read in the
 		// same transaction (its tenant setting), before it ends.
 		var err error
-		if dup, err = storedBefore(ctx, conn, c); err != nil {
-			return out, err
+		if out, err = storedBefore(ctx, conn, c); err != nil {
+			return Captured{}, err
+		}
+	} else {
+		out.ItemIDs = ids
+		out.Items = make([]ItemText, len(out.ItemIDs))
+		for i, id := range out.ItemIDs {
+			out.Items[i] = ItemText{ID: id, MessageID: out.MessageID, UserID: c.UserID, ConvID: c.ConversationID, Role: c.Role,
+				Speaker: c.Speaker, Part: i, Body: c.Items[i].Body, TokenCount: c.Items[i].TokenCount, BornAt: bornAt, Interrupted: c.Interrupted}
 		}
 	}
+	if c.Stored != nil {
+		c.Stored(out)
+	}
 	if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
-		return out, fmt.Errorf("commit: %w", err)
-	}
-	if !inserted {
-		return dup, nil
-	}
-	out.ItemIDs = ids
-	out.Items = make([]ItemText, len(out.ItemIDs))
-	for i, id := range out.ItemIDs {
-		out.Items[i] = ItemText{ID: id, MessageID: out.MessageID, UserID: c.UserID, ConvID: c.ConversationID, Role: c.Role,
-			Speaker: c.Speaker, Part: i, Body: c.Items[i].Body, TokenCount: c.Items[i].TokenCount, BornAt: bornAt, Interrupted: c.Interrupted}
+		return Captured{}, fmt.Errorf("commit: %w", err)
 	}
 	return out, nil
 }
