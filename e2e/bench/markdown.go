@@ -238,7 +238,8 @@ func (r *Report) memPath(m *mdw) {
 	}
 	m.p("The memory path alone, without HTTP or an upstream: `memory.Engine.FrameBeside` as serving calls it,")
 	m.p("`Capture` of the live question with the frame (catch-up check, scan, warm activations, render) built")
-	m.p("beside it, its read and scan running while the capture commits; the turn ends when both have. \"capture\" is the")
+	m.p("beside it, its read and scan running while the capture's statements do, the rest of it (candidates, render) while")
+	m.p("the capture's COMMIT flushes; the turn ends when both have. \"capture\" is the")
 	m.p("capture's own time, \"frame past capture\" what the turn takes beyond it. The frame's reheat is written")
 	m.p("after it returns, as serving does, and finishes before the next turn starts (in serving it runs while the")
 	m.p("provider answers); its statement is in the breakdown below but not in the turn's time. The pipeline's")

@@ -103,7 +103,9 @@ func (r *Report) notes(m *mdw) {
 				m.p("(`select activations+items`) is bounded to the 400 most recently activated items. Each read of the")
 				m.p("turn is one pipelined round trip (the tenant setting and its statements in one batch); capture is two: its")
 				m.p("statements in one batch, then COMMIT once they all succeeded. The frame's read and its scan go out beside")
-				m.p("the capture (memory/beside.go); the frame scans again if its read brought more than the arena held.")
+				m.p("the capture (memory/beside.go), and the frame takes the stored ids as soon as the statements succeeded, so")
+				m.p("its candidates and render run while the COMMIT flushes (nothing goes upstream before it returned); the")
+				m.p("frame scans again if its read brought more than the arena held.")
 			}
 			if l := tailLine(mp.Tail, 3); l != "" {
 				m.p("Its p99 is %s ms: %s.", ms(mp.Total.P99), l)
