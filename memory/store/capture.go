@@ -63,6 +63,7 @@ type Capture struct {
 	// succeeds: work that needs the stored ids, not their durability (a
 	// frame built beside the capture), goes on while the commit flushes.
 	// Nothing may leave the process on it alone: the commit can still fail.
+	// It must return at once: the transaction, and its locks, wait on it.
 	Stored func(Captured)
 }
 
