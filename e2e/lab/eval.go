@@ -227,10 +227,11 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 	upstream := httptest.NewServer(fake)
 	defer upstream.Close()
 
-	base, stop, err := startEvalServer(ctx, e, upstream.URL+"/v1")
+	base, stopServer, err := startEvalServer(ctx, e, upstream.URL+"/v1")
 	if err != nil {
 		return res, err
 	}
+	stop := sync.OnceFunc(stopServer)
 	defer stop()
 
 	u, err := databaseURL(ctx, e)
@@ -258,6 +259,9 @@ func runLocomo(ctx context.Context, e env, samples []locomo.Sample, opt evalOpti
 		if opt.keepTenant {
 			return
 		}
+		// The server first: it writes its last request records of the
+		// tenant as it stops, which a tenant already gone refused.
+		stop()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if err := db.DeleteTenant(dctx, nt.TenantID); err != nil {
