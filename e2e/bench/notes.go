@@ -155,7 +155,11 @@ func (r *Report) notes(m *mdw) {
 			if commit == 0 {
 				which = "Its"
 			}
-			m.p("%s %.0f round trips take %s ms together, each a round trip (%s ms bare) plus its work (indexes,", which, n, ms(rest), ms(c.Trip.P50))
+			if n == 1 { // the statements' one batch
+				m.p("%s round trip (its statements, one batch) takes %s ms: a bare round trip (%s ms) plus the work (indexes,", which, ms(rest), ms(c.Trip.P50))
+			} else {
+				m.p("%s %.0f round trips take %s ms together, each a round trip (%s ms bare) plus its work (indexes,", which, n, ms(rest), ms(c.Trip.P50))
+			}
 			m.p("the birth-record trigger on items).")
 		}
 		m.p("")
