@@ -30,9 +30,9 @@ import (
 func (e *Engine) FrameBeside(ctx context.Context, q FrameQuery, capture func(stored func(store.Captured)) (store.Captured, error)) (store.Captured, Frame, error) {
 	lc := &liveCapture{stored: make(chan struct{}), done: make(chan struct{})}
 	var final store.Captured
+	said := false // only the capture's goroutine sets it, before done
 	go func() {
 		defer close(lc.done)
-		said := false // only this goroutine runs capture, and so stored
 		got, err := capture(func(c store.Captured) {
 			if !said {
 				said, lc.got = true, c
@@ -49,6 +49,14 @@ func (e *Engine) FrameBeside(ctx context.Context, q FrameQuery, capture func(sto
 	<-lc.done
 	if lc.err != nil {
 		return store.Captured{}, Frame{}, lc.err
+	}
+	if said && !slices.Equal(final.ItemIDs, lc.got.ItemIDs) {
+		// The statements the frame went on with were rolled back and the
+		// capture stored the question again (a retry after a failed
+		// commit, which no current schema makes): the frame is built
+		// again on what was stored.
+		q.LiveStored, q.LiveItems, q.SentAfter = true, final.ItemIDs, final.SentAfter
+		f, err = e.frame(ctx, q, nil)
 	}
 	return final, f, err
 }

@@ -246,3 +246,33 @@ func TestFrameBesideRendersBeforeCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestFrameBesideRebuildsOnRetriedCapture: a capture whose statements the
+// frame went on with, then rolled back and stored again under other ids,
+// gets a frame built on what was stored.
+func TestFrameBesideRebuildsOnRetriedCapture(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	w := f.who(t, "alice", "cellar")
+	f.say(t, w, "user", "The wine rack is in the cellar under the stairs", 0)
+	f.say(t, w, "assistant", "Noted: cellar, under the stairs.", 1)
+	ctx := context.Background()
+	if _, err := f.eng.Frame(ctx, memory.FrameQuery{Who: w, Live: "cellar", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	live := "Where is the wine rack?"
+	got, fr, err := f.eng.FrameBeside(ctx, memory.FrameQuery{Who: w, Live: live, Now: time.Now(), Explain: true},
+		func(stored func(store.Captured)) (store.Captured, error) {
+			// The first attempt's statements, as the frame saw them.
+			stored(store.Captured{ItemIDs: []int64{1 << 40}, Items: []store.ItemText{{ID: 1 << 40, UserID: w.UserID,
+				ConvID: w.ConversationID, Role: "user", Body: "a question that was rolled back", TokenCount: 6}}})
+			return f.eng.Capture(ctx, memory.Message{Who: w, Role: "user", Text: live, Position: 2, At: time.Now()})
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := frameText(fr)
+	if strings.Contains(txt, "rolled back") || !strings.HasSuffix(strings.TrimSpace(txt), live) {
+		t.Fatalf("frame for stored items %v:\n%s", got.ItemIDs, txt)
+	}
+}

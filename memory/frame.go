@@ -141,8 +141,13 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 			}
 		}
 		write := func(ctx context.Context) error {
-			if lc != nil && lc.committed(ctx) != nil {
-				return nil // the turn failed: its frame was never shown
+			if lc != nil {
+				if err := lc.committed(ctx); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return nil // the turn failed: its frame was never shown
+				}
 			}
 			return e.store.ApplyReheats(ctx, q.TenantID, q.UserID, in.Clock, rs)
 		}

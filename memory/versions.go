@@ -28,9 +28,10 @@ type versionStore interface {
 const maxCaptureAttempts = 3
 
 // captureAllVersions derives c's rows for every version the tenant keeps
-// and stores it. The store refuses at commit a capture whose versions went
-// stale (a derivation started or a flip landed since they were read): the
-// versions are then read again and the rows derived again.
+// and stores it. The store refuses, among the capture's statements, a
+// capture whose versions went stale (a derivation started or a flip landed
+// since they were read): the versions are then read again and the rows
+// derived again.
 func (e *Engine) captureAllVersions(ctx context.Context, c store.Capture) (store.Captured, error) {
 	for attempt := 0; ; attempt++ {
 		versions, err := e.vers.get(ctx, c.TenantID, attempt > 0)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -180,5 +181,69 @@ func TestKeys(t *testing.T) {
 	other, _ := db.CreateTenantWith(ctx, "other", "bob", store.TenantOptions{Dict: 1})
 	if err := db.RevokeKey(ctx, other.TenantID, nt.KeyID); err != store.ErrNotFound {
 		t.Fatalf("revoking another tenant's key: %v", err)
+	}
+}
+
+// TestCaptureStoredBeforeCommit: Stored is called once, after every
+// statement succeeded and before COMMIT (the rows are not yet visible to
+// another connection), with what Capture then returns; a duplicate's too;
+// never for a capture whose statements fail.
+func TestCaptureStoredBeforeCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	owner := ownerOf(t, db)
+	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		conv      int64
+		dup       bool // the message is stored already
+		wantCalls int
+	}{
+		{"new message", conv, false, 1},
+		{"duplicate", conv, true, 1},
+		{"statement fails (no such conversation)", conv + 1000, false, 0},
+	}
+	for _, c := range cases {
+		var calls []store.Captured
+		var visible int64 = -1
+		cp := store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: c.conv, Role: "user",
+			Position: 0, Fingerprint: []byte("fp-stored"), CreatedAt: time.Now(), ClockAdvance: 3,
+			Items: []store.CaptureItem{item("stored early", 4, 5)},
+			Stored: func(got store.Captured) {
+				calls = append(calls, got)
+				if err := owner.QueryRow(ctx, `SELECT count(*) FROM items WHERE tenant_id = $1 AND id = ANY($2)`,
+					nt.TenantID, got.ItemIDs).Scan(&visible); err != nil {
+					t.Error(err)
+				}
+			}}
+		got, err := db.Capture(ctx, cp)
+		if (err != nil) != (c.wantCalls == 0) {
+			t.Fatalf("%s: err = %v", c.name, err)
+		}
+		if len(calls) != c.wantCalls {
+			t.Fatalf("%s: Stored called %d times, want %d", c.name, len(calls), c.wantCalls)
+		}
+		if c.wantCalls == 0 {
+			continue
+		}
+		if s := calls[0]; s.Duplicate != c.dup || !slices.Equal(s.ItemIDs, got.ItemIDs) || len(s.ItemIDs) != 1 ||
+			s.Seq != got.Seq || s.Clock != got.Clock || len(s.Items) != len(got.Items) {
+			t.Fatalf("%s: Stored saw %+v, Capture returned %+v", c.name, s, got)
+		}
+		want := int64(0) // not committed yet
+		if c.dup {
+			want = 1 // committed by the first capture
+		}
+		if visible != want {
+			t.Fatalf("%s: %d of the items visible to another connection inside Stored, want %d", c.name, visible, want)
+		}
 	}
 }
