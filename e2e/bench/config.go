@@ -141,3 +141,11 @@ func (c Config) has(s string) bool { return slices.Contains(c.Sections, s) }
 // memory path, which asks the most, asks none twice (its first turn,
 // which catches the arena up, comes on top of its rounds).
 func (c Config) questions() int { return max(200, c.Rounds*c.MemPathTurns+1) }
+
+// pipelineWarmUp is how many requests a pipeline side sends before its rounds.
+const pipelineWarmUp = 20
+
+// pipelineAsks is how many of the size's questions one pipeline side asks:
+// its first request and warm-up, then its rounds. Two sides on one tenant
+// take one half of the questions each (pipeSide.ask).
+func (c Config) pipelineAsks() int { return pipelineWarmUp + c.Rounds*c.PipelinePairs }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,18 @@ type PipelineResult struct {
 type liveRequests struct {
 	text []string
 	user []int64 // synthetic user, 1-based
+}
+
+// from is the requests from the ith on, then those before it.
+func (lr liveRequests) from(i int) liveRequests {
+	if len(lr.text) == 0 {
+		return lr
+	}
+	i %= len(lr.text)
+	return liveRequests{
+		text: append(slices.Clip(lr.text[i:]), lr.text[:i]...),
+		user: append(slices.Clip(lr.user[i:]), lr.user[:i]...),
+	}
 }
 
 func newLiveRequests(v *Vocabulary, qs []arena.Query) liveRequests {
@@ -106,6 +119,11 @@ type pipeSide struct {
 	// model is what both sides ask for; "" is benchModel, which the
 	// provider answers at once, thinkingModel the one that takes thinkingTime.
 	model string
+	// ask is where the side's questions start in the size's list. A second
+	// side on one tenant starts past the first's (Config.pipelineAsks):
+	// asking a question again in the same conversation is a retry, which
+	// stores nothing and is not the turn the section measures.
+	ask int
 }
 
 // runPipelines measures section 2 on each side: the bench tenant and, at
@@ -116,7 +134,7 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 	calls := make([]func(context.Context, int, int) (Timing, error), len(sides))
 	for i, s := range sides {
 		res[i].Items = s.t.Items
-		call := r.pipelineCallerFor(s.t, lr, cmp.Or(s.model, benchModel))
+		call := r.pipelineCallerFor(s.t, lr.from(s.ask), cmp.Or(s.model, benchModel))
 		calls[i] = call
 		t0 := time.Now()
 		if _, err := call(ctx, 1, 0); err != nil {
@@ -128,7 +146,7 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 				return nil, err
 			}
 		}
-		if _, _, _, err := Interleave(ctx, 1, 20, call); err != nil {
+		if _, _, _, err := Interleave(ctx, 1, pipelineWarmUp, call); err != nil {
 			return nil, fmt.Errorf("pipeline warm-up: %w", err)
 		}
 	}
@@ -140,7 +158,7 @@ func runPipelines(ctx context.Context, r *rig, sides []pipeSide, lr liveRequests
 		for i, s := range sides {
 			lg.printf("pipeline %s: round %d/%d", strings.TrimSpace(itemsLabel(s.t.Items)+" "+s.label), round+1, cfg.Rounds)
 			b, sb, f, err := Interleave(ctx, 1, cfg.PipelinePairs, func(ctx context.Context, side, j int) (Timing, error) {
-				return calls[i](ctx, side, round*cfg.PipelinePairs+j+20)
+				return calls[i](ctx, side, pipelineWarmUp+round*cfg.PipelinePairs+j)
 			})
 			if err != nil {
 				return nil, fmt.Errorf("pipeline: %w", err)

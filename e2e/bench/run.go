@@ -310,7 +310,7 @@ func (r *runner) grow(ctx context.Context, sizes []int) error {
 			sides := []pipeSide{{t: bt, settle: func(ctx context.Context) error { return r.settleChain(ctx, bt, "", n) }}}
 			if dense {
 				sides = append(sides, pipeSide{t: t3, label: "v3", settle: func(ctx context.Context) error { return r.settleChain(ctx, t3, "v3 tenant", n) }},
-					pipeSide{t: t3, label: "v3, provider 20 ms", model: thinkingModel})
+					pipeSide{t: t3, label: "v3, provider 20 ms", model: thinkingModel, ask: len(lr.text) / 2})
 			}
 			ps, err := runPipelines(ctx, r.rg, sides, lr, cfg, r.lg)
 			if err != nil {
