@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/perpetuity/perpetuity/memory/guard"
 )
 
 // tenantJobs runs one kind of background work (a fold of frequency
@@ -36,7 +38,7 @@ func (j *tenantJobs) start(tenantID int64, job func(ctx context.Context) error) 
 	go func() {
 		defer j.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-		err := job(ctx)
+		err := guard.Run(func() error { return job(ctx) })
 		cancel()
 		j.mu.Lock()
 		delete(j.running, tenantID)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -33,11 +34,17 @@ func (e *Engine) FrameBeside(ctx context.Context, q FrameQuery, capture func(sto
 	said := false // only the capture's goroutine sets it, before done
 	go func() {
 		defer close(lc.done)
-		got, err := capture(func(c store.Captured) {
-			if !said {
-				said, lc.got = true, c
-				close(lc.stored)
-			}
+		var got store.Captured
+		// A panic in the capture (it runs here, outside the request's
+		// recovery) fails the turn, as a capture error does.
+		err := guard.Run(func() (err error) {
+			got, err = capture(func(c store.Captured) {
+				if !said {
+					said, lc.got = true, c
+					close(lc.stored)
+				}
+			})
+			return err
 		})
 		final, lc.err = got, err
 		if !said {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -153,6 +154,42 @@ func TestFrameBesideFailedCapture(t *testing.T) {
 	}
 	if !returned {
 		t.Fatal("FrameBeside returned before the capture did")
+	}
+}
+
+// TestFrameBesideCapturePanics: a panic in the capture, which runs on a
+// goroutine of FrameBeside's own (outside the request's recovery), fails
+// the turn as a capture error does, whether the frame had gone on with the
+// stored ids or not, and the process goes on.
+func TestFrameBesideCapturePanics(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name   string
+		stored bool // the capture said its statements succeeded before it panicked
+	}{
+		{"before its statements", false},
+		{"after its statements", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := f.who(t, "alice", "panics "+tc.name)
+			f.say(t, w, "user", "Something to find about the harbour", 0)
+			_, _, err := f.eng.FrameBeside(context.Background(), memory.FrameQuery{Who: w, Live: "the harbour?", Now: time.Now()},
+				func(stored func(store.Captured)) (store.Captured, error) {
+					if tc.stored {
+						stored(store.Captured{MessageID: 1, ItemIDs: []int64{1 << 40}})
+						time.Sleep(20 * time.Millisecond) // the frame goes on meanwhile
+					}
+					var ids []int64
+					_ = ids[2]
+					return store.Captured{}, nil
+				})
+			var pe *guard.Panic
+			if !errors.As(err, &pe) || !strings.Contains(pe.What, "index out of range") {
+				t.Fatalf("err = %v, want the capture's panic as an error", err)
+			}
+		})
 	}
 }
 

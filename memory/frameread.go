@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -43,7 +44,8 @@ func (e *Engine) readFrame(ctx context.Context, q FrameQuery, r *resident, lc *l
 				inputs <- frameInputs{err: err}
 				return
 			}
-			in, err := e.store.ReadFrameInputs(ctx, q.TenantID, fr)
+			var in store.FrameInputs
+			err := guard.Run(func() (err error) { in, err = e.store.ReadFrameInputs(ctx, q.TenantID, fr); return err })
 			inputs <- frameInputs{in, err}
 		}()
 		if lc != nil {
@@ -60,7 +62,13 @@ func (e *Engine) readFrame(ctx context.Context, q FrameQuery, r *resident, lc *l
 	start := time.Now()
 	caught := make(chan store.CatchUp, 1)
 	go func() {
-		in, err := e.store.ReadFrame(ctx, q.TenantID, v.watermark, v.dict, fr, func(cu store.CatchUp) { caught <- cu })
+		// Off the request's goroutine, so guarded: settle takes a failed
+		// read's error even when its catch-up never came.
+		var in store.FrameInputs
+		err := guard.Run(func() (err error) {
+			in, err = e.store.ReadFrame(ctx, q.TenantID, v.watermark, v.dict, fr, func(cu store.CatchUp) { caught <- cu })
+			return err
+		})
 		inputs <- frameInputs{in, err}
 	}()
 	settled := false

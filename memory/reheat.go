@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/perpetuity/perpetuity/memory/guard"
 )
 
 // A frame's reheats change nothing in the frame itself, only what later
@@ -58,7 +60,7 @@ func (r *reheats) start(ctx context.Context, k viewerKey, write func(context.Con
 			<-prev
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reheatTimeout)
-		err := write(wctx)
+		err := guard.Run(func() error { return write(wctx) })
 		cancel()
 		r.mu.Lock()
 		if r.tail[k] == done {

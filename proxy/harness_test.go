@@ -139,6 +139,8 @@ type fakeMemory struct {
 	erasures uint64
 	// frameDelay is how long every frame takes.
 	frameDelay time.Duration
+	// panicRole, when set, makes every capture of that role panic.
+	panicRole string
 }
 
 // recollection is what the fake memory puts at the head of every frame.
@@ -152,6 +154,10 @@ func recollection() []memory.Turn {
 func (m *fakeMemory) Capture(_ context.Context, msg memory.Message) (store.Captured, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.panicRole != "" && msg.Role == m.panicRole {
+		var byRole map[string]int
+		byRole[msg.Role]++ // a nil map: a runtime error, as a bug would be
+	}
 	for i, old := range m.msgs {
 		if old.ConversationID == msg.ConversationID && old.Position == msg.Position && old.Text == msg.Text && old.Role == msg.Role {
 			return store.Captured{MessageID: int64(i + 1), Duplicate: true}, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -181,7 +182,7 @@ func (p *Proxy) touchKey(k store.KeyIdentity) {
 		defer p.after.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
 		defer cancel()
-		if err := p.dir.TouchKey(ctx, k.TenantID, k.KeyID); err != nil {
+		if err := guard.Run(func() error { return p.dir.TouchKey(ctx, k.TenantID, k.KeyID) }); err != nil {
 			p.log.Warn("record key use failed", "tenant", k.TenantID, "key_id", k.KeyID, "err", err)
 		}
 	}()

@@ -216,8 +216,8 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		handedOff = true
 		go func() {
 			defer p.after.Done()
-			p.captureReply(t, reply)
-			p.record(t, reply, status, ended)
+			p.guarded("reply capture", func() { p.captureReply(t, reply) }, "request_id", t.rid)
+			p.guarded("request record", func() { p.record(t, reply, status, ended) }, "request_id", t.rid)
 		}()
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
 	"github.com/perpetuity/perpetuity/proxy/limits"
@@ -170,13 +171,22 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 	return p
 }
 
-// background runs f off the request path, tracked by after.
+// background runs f off the request path, tracked by after; a panic in
+// it is logged, not the process's end (memory/guard).
 func (p *Proxy) background(f func()) {
 	p.after.Add(1)
 	go func() {
 		defer p.after.Done()
-		f()
+		p.guarded("background refresh", f)
 	}()
+}
+
+// guarded runs f, logging a panic in it as what failed: work off the
+// request's goroutine, which Echo's recovery does not cover.
+func (p *Proxy) guarded(what string, f func(), attrs ...any) {
+	if err := guard.Run(func() error { f(); return nil }); err != nil {
+		p.log.Error(what+" panicked", append(attrs, "err", err)...)
+	}
 }
 
 // noRedirects keeps the client from following a provider's redirect: the

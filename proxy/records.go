@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -105,7 +106,9 @@ func (w *recordBatcher) flush(gen uint64) {
 func (w *recordBatcher) writeBatch(batch []store.RequestRecord) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	defer cancel()
-	err := w.write(ctx, batch)
+	// It runs on a timer's goroutine or after a reply: a panic is this
+	// batch's failure, not the process's end.
+	err := guard.Run(func() error { return w.write(ctx, batch) })
 	var pe *pgconn.PgError
 	if err == nil || len(batch) == 1 || !errors.As(err, &pe) {
 		if err != nil {
@@ -116,7 +119,7 @@ func (w *recordBatcher) writeBatch(batch []store.RequestRecord) {
 	// One record the database refused (its tenant deleted meanwhile, say)
 	// failed the batch: the others are written each on its own.
 	for _, r := range batch {
-		if err := w.write(ctx, []store.RequestRecord{r}); err != nil {
+		if err := guard.Run(func() error { return w.write(ctx, []store.RequestRecord{r}) }); err != nil {
 			w.log.Warn("record request failed", "request_id", r.RequestID, "err", err)
 		}
 	}

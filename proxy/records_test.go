@@ -25,6 +25,7 @@ type batchStore struct {
 	batches [][]string
 	refuse  string
 	down    bool
+	panics  string // a batch holding this record panics in the write
 }
 
 func (s *batchStore) write(_ context.Context, recs []store.RequestRecord) error {
@@ -33,6 +34,11 @@ func (s *batchStore) write(_ context.Context, recs []store.RequestRecord) error 
 	ids := make([]string, len(recs))
 	for i, r := range recs {
 		ids[i] = r.RequestID
+	}
+	if s.panics != "" && slices.Contains(ids, s.panics) {
+		s.batches = append(s.batches, nil)
+		var codes map[string]string
+		codes["record"] = s.panics // a nil map: a runtime error, as a bug would be
 	}
 	if s.down {
 		s.batches = append(s.batches, nil)
@@ -136,6 +142,20 @@ func TestRecordBatcher(t *testing.T) {
 			wg.Wait()
 		},
 		want: [][]string{nil},
+		logs: 1,
+	}, {
+		name: "a write that panics fails its batch, not the process",
+		run: func(t *testing.T, w *recordBatcher, s *batchStore, wg *sync.WaitGroup) {
+			s.panics = "r1"
+			for _, r := range records("r", 3) {
+				w.add(r)
+			}
+			wg.Wait() // written on the batch timer's goroutine
+			w.add(store.RequestRecord{TenantID: 1, RequestID: "after"})
+			w.flushNow()
+			wg.Wait()
+		},
+		want: [][]string{nil, {"after"}},
 		logs: 1,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/templates"
@@ -188,7 +189,9 @@ func (c *Console) deriveDictionary(ec echo.Context, s *session) error {
 // and resumes from its last batch.
 func (c *Console) derive(ctx context.Context, tenantID int64, v int, l store.Lease, by store.Actor) {
 	d := &ops.Deriver{St: c.db, Lease: l.TTL, Owner: l.Owner}
-	if _, err := d.Derive(ctx, tenantID, v, by); err != nil {
+	// Off the request's goroutine: a panic stops this derivation (its
+	// lease lapses and it resumes), not the process.
+	if err := guard.Run(func() error { _, err := d.Derive(ctx, tenantID, v, by); return err }); err != nil {
 		c.log.Error("dictionary derivation stopped", "tenant", tenantID, "version", v, "err", err)
 	}
 }

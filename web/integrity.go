@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/templates"
@@ -94,7 +95,7 @@ func (c *Console) runIntegrity(ec echo.Context, s *session) error {
 	}
 	go func(ctx context.Context, tenantID int64) {
 		ck := &ops.Checker{St: c.db, Arenas: c.arenas}
-		if _, _, err := ck.Run(ctx, tenantID, id, by); err != nil {
+		if err := guard.Run(func() error { _, _, err := ck.Run(ctx, tenantID, id, by); return err }); err != nil {
 			c.log.Error("integrity check failed", "tenant", tenantID, "report", id, "err", err)
 		}
 	}(context.WithoutCancel(ctx), s.TenantID)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -192,7 +193,9 @@ func (w *Writer) CatchUp(ctx context.Context, tenantID int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		err := w.catchUp(ctx, tenantID, t)
+		// A panic here would recur at every start if an item caused it:
+		// it fails this tenant's catch-up, which reloads and backs off.
+		err := guard.Run(func() error { return w.catchUp(ctx, tenantID, t) })
 		if err == nil {
 			return nil
 		}

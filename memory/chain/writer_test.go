@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/chain"
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
@@ -651,6 +652,49 @@ func TestRunSettlesBeforeCatchingUp(t *testing.T) {
 	s.awaitWatermark(t)
 	if n := cs.writes.Load(); n != 1 {
 		t.Fatalf("%d write transactions for %d kicks within the settle, want 1", n, kicks)
+	}
+	s.caughtUp(t)
+}
+
+// panicOnce is fakeLex but for one call, the nth, which panics: an item
+// the rules cannot take.
+type panicOnce struct {
+	calls atomic.Int64
+	nth   int64
+}
+
+func (l *panicOnce) Terms(tokens []string) ([]uint32, []uint16, int) {
+	if l.calls.Add(1) == l.nth {
+		var m map[string]int
+		m["boom"]++ // a nil map: a runtime error, as a bug in the rules would be
+	}
+	return fakeLex{}.Terms(tokens)
+}
+
+// TestWriterPanicFailsTheCatchUp: a panic deriving a tenant's edges is that
+// catch-up's error (the process goes on, and Run backs off and retries):
+// nothing of the batch is stored, and the next catch-up, from what is
+// stored, ends with the edges a rebuild derives.
+func TestWriterPanicFailsTheCatchUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newScene(t)
+	s.talk(t, 30)
+	p := &spy{DB: s.db}
+	w := chain.NewWriter(p, &panicOnce{nth: 20}, rules, nil)
+	err := w.CatchUp(ctx, s.id)
+	var pe *guard.Panic
+	if !errors.As(err, &pe) || !strings.Contains(pe.What, "nil map") {
+		t.Fatalf("err = %v, want the panic as an error", err)
+	}
+	if len(p.writes) != 0 {
+		t.Fatalf("the failed catch-up wrote %+v", p.writes)
+	}
+	if mark, err := s.db.ChainHead(ctx, s.id); err != nil || mark != 0 {
+		t.Fatalf("watermark %d (%v) after the failed catch-up, want 0", mark, err)
+	}
+	if err := w.CatchUp(ctx, s.id); err != nil {
+		t.Fatal(err)
 	}
 	s.caughtUp(t)
 }
