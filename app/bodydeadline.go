@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,9 @@ type bodyDeadline struct {
 	next     http.Handler
 	timeout  time.Duration
 	maxBytes int64
+	// budget (nil: unlimited) counts every body's bytes as they arrive
+	// (bodybudget.go); the request gives them back when it ends.
+	budget *bodyBudget
 }
 
 func (b bodyDeadline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -60,15 +64,18 @@ func (b bodyDeadline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st := &bodyState{}
 	r = r.WithContext(context.WithValue(r.Context(), bodyStateKey{}, st))
-	r.Body = &deadlineBody{
+	body := &deadlineBody{
 		ReadCloser: r.Body, rc: rc, st: st, start: start, deadline: first, timeout: b.timeout,
-		last: start.Add(b.timeout + time.Duration(float64(b.maxBytes)/bodyFloorRate*float64(time.Second))),
+		last:   start.Add(b.timeout + time.Duration(float64(b.maxBytes)/bodyFloorRate*float64(time.Second))),
+		budget: b.budget,
 	}
+	r.Body = body
+	defer body.release()
 	b.next.ServeHTTP(w, r)
 }
 
 // bodyState is what the error mapping learns of a request's body.
-type bodyState struct{ timedOut atomic.Bool }
+type bodyState struct{ timedOut, overBudget atomic.Bool }
 
 type bodyStateKey struct{}
 
@@ -76,6 +83,13 @@ type bodyStateKey struct{}
 func bodyTimedOut(ctx context.Context) bool {
 	st, _ := ctx.Value(bodyStateKey{}).(*bodyState)
 	return st != nil && st.timedOut.Load()
+}
+
+// bodyOverBudget reports whether the request's body was refused for the
+// process's body budget.
+func bodyOverBudget(ctx context.Context) bool {
+	st, _ := ctx.Value(bodyStateKey{}).(*bodyState)
+	return st != nil && st.overBudget.Load()
 }
 
 // deadlineBody moves the connection's read deadline as the body arrives
@@ -90,14 +104,52 @@ type deadlineBody struct {
 	timeout  time.Duration // PERPETUITY_BODY_TIMEOUT
 	read     int64
 	ended    bool
+	// What the body holds of the budget. The pass-through's transport may
+	// still read the body after the handler returned and its bytes were
+	// given back: those are not counted.
+	budget   *bodyBudget
+	mu       sync.Mutex
+	taken    int64
+	released bool
+}
+
+// count takes n bytes of the budget for the body; false when they would
+// pass it.
+func (d *deadlineBody) count(n int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released {
+		return true
+	}
+	if !d.budget.take(int64(n)) {
+		return false
+	}
+	d.taken += int64(n)
+	return true
+}
+
+// release gives back what the body took, once, when its request ends.
+func (d *deadlineBody) release() {
+	d.mu.Lock()
+	n := d.taken
+	d.taken, d.released = 0, true
+	d.mu.Unlock()
+	d.budget.give(n)
 }
 
 // extendStep keeps the deadline from being reset on every small read.
 const extendStep = 250 * time.Millisecond
 
 func (d *deadlineBody) Read(p []byte) (int, error) {
+	if d.st.overBudget.Load() {
+		return 0, errBodyBudget{}
+	}
 	n, err := d.ReadCloser.Read(p)
 	d.read += int64(n)
+	if n > 0 && !d.count(n) {
+		d.st.overBudget.Store(true)
+		return 0, errBodyBudget{}
+	}
 	switch {
 	case err == io.EOF:
 		if !d.ended {
@@ -130,21 +182,39 @@ func (e errBodyTimeout) Error() string {
 func (e errBodyTimeout) Unwrap() error { return os.ErrDeadlineExceeded }
 func (e errBodyTimeout) Timeout() bool { return true }
 
+// StatusCode is the status for a handler that maps read errors itself
+// (the import's).
+func (e errBodyTimeout) StatusCode() int { return http.StatusRequestTimeout }
+
 // bodyTimeoutStatus turns whatever error a handler made of a body that
-// missed its deadline into a 408 (in the proxy's dialect on its routes),
-// so that metrics, the log and the client all see the same status.
-// net/http closes the connection after it, the body being unread.
+// missed its deadline into a 408, and of one refused for the body budget
+// into a 503 to retry (in the proxy's dialect on its routes), so that
+// metrics, the log and the client all see the same status. net/http
+// closes the connection after it, the body being unread.
 func bodyTimeoutStatus(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		err := next(c)
-		if err == nil || c.Response().Committed || !bodyTimedOut(c.Request().Context()) {
+		if err == nil || c.Response().Committed {
 			return err
 		}
-		c.Response().Header().Set("Connection", "close")
-		const msg = "request body not received in time"
-		if proxy.DialectOf(c) != 0 {
-			return &proxy.APIError{Status: http.StatusRequestTimeout, Kind: proxy.InvalidRequest, Message: msg}
+		ctx := c.Request().Context()
+		switch {
+		case bodyTimedOut(ctx):
+			c.Response().Header().Set("Connection", "close")
+			const msg = "request body not received in time"
+			if proxy.DialectOf(c) != 0 {
+				return &proxy.APIError{Status: http.StatusRequestTimeout, Kind: proxy.InvalidRequest, Message: msg}
+			}
+			return echo.NewHTTPError(http.StatusRequestTimeout, msg)
+		case bodyOverBudget(ctx):
+			c.Response().Header().Set("Connection", "close")
+			msg := errBodyBudget{}.Error()
+			if proxy.DialectOf(c) != 0 {
+				return &proxy.APIError{Status: http.StatusServiceUnavailable, Kind: proxy.Overloaded, RetryAfter: "1", Message: msg}
+			}
+			c.Response().Header().Set("Retry-After", "1")
+			return echo.NewHTTPError(http.StatusServiceUnavailable, msg)
 		}
-		return echo.NewHTTPError(http.StatusRequestTimeout, msg)
+		return err
 	}
 }

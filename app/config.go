@@ -30,6 +30,7 @@ type Config struct {
 	BodyTimeout       time.Duration    // PERPETUITY_BODY_TIMEOUT
 	FrameCeiling      int              // PERPETUITY_FRAME_CEILING
 	ArenaBudget       int64            // PERPETUITY_ARENA_BUDGET
+	BodyBudget        int64            // PERPETUITY_BODY_BUDGET
 	Shard             memory.Shard     // PERPETUITY_SHARD
 	ToolRounds        int              // PERPETUITY_TOOL_ROUNDS
 	KeyRPM            int              // PERPETUITY_KEY_RPM
@@ -57,6 +58,7 @@ var envVars = []envVar{
 	{"PERPETUITY_TRUSTED_PROXIES", "", "Comma-separated CIDRs (or addresses) of load balancers whose `X-Forwarded-For` names the client (sign-in throttling, audit log); empty trusts none and uses the connection's address."},
 	{"PERPETUITY_LOG_LEVEL", "info", "debug, info, warn or error."},
 	{"PERPETUITY_MAX_BODY_BYTES", "33554432", "Largest accepted request body in bytes."},
+	{"PERPETUITY_BODY_BUDGET", "1GiB", "Most request body bytes the process takes in at once, over every request it is serving, in bytes or with a suffix (`512MiB`, `2GiB`); past it a body is refused with a 503 to retry, and each request's bytes count until it ends. 0 is unlimited; otherwise at least PERPETUITY_MAX_BODY_BYTES."},
 	{"PERPETUITY_CAPTURE_TIMEOUT", "10s", "How long a capture may take, independent of the client connection."},
 	{"PERPETUITY_BODY_TIMEOUT", "30s", "How long a request body may take to arrive, plus 1 s per 64 KiB received; a body slower than that, or never sent, is refused (408 on the proxy routes) and its connection closed. Replies, streams included, are not limited."},
 	{"PERPETUITY_FRAME_CEILING", "8000", "Most tokens a memory frame may take."},
@@ -160,6 +162,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.ArenaBudget != 0 && c.ArenaBudget < minArenaBudget {
 		return c, fmt.Errorf("PERPETUITY_ARENA_BUDGET: %d bytes is below 1MiB; give 0 (unlimited) or a size such as 512MiB", c.ArenaBudget)
+	}
+	if c.BodyBudget, err = parseBytes(get("PERPETUITY_BODY_BUDGET")); err != nil {
+		return c, fmt.Errorf("PERPETUITY_BODY_BUDGET: %w", err)
+	}
+	if c.BodyBudget != 0 && c.BodyBudget < c.MaxBodyBytes {
+		return c, fmt.Errorf("PERPETUITY_BODY_BUDGET: %d bytes is below PERPETUITY_MAX_BODY_BYTES (%d): the largest body allowed could never be taken in; give 0 (unlimited) or more", c.BodyBudget, c.MaxBodyBytes)
 	}
 	if c.Shard, err = memory.ParseShard(get("PERPETUITY_SHARD")); err != nil {
 		return c, fmt.Errorf("PERPETUITY_SHARD: %w", err)

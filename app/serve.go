@@ -119,7 +119,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	srv := &http.Server{
 		// No WriteTimeout or ReadTimeout: proxy streams run as long as the
 		// provider talks. Bodies get a deadline of their own.
-		Handler:           bodyDeadline{next: ec, timeout: cfg.BodyTimeout, maxBytes: cfg.MaxBodyBytes},
+		Handler:           bodyDeadline{next: ec, timeout: cfg.BodyTimeout, maxBytes: cfg.MaxBodyBytes, budget: &bodyBudget{max: cfg.BodyBudget}},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}

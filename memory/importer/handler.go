@@ -57,7 +57,18 @@ func (im *Importer) Handler(resolve func(c echo.Context) (memory.Who, Budget, er
 			return fail(c, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds %d bytes; split the file, or import it with `perpetuity import`", maxBytes), Result{})
 		}
 		if err != nil {
-			return fail(c, http.StatusBadRequest, fmt.Errorf("read body: %w", err), Result{})
+			// The server's body deadline and body budget say which status
+			// their refusal is (408, 503 to retry); any other failure to
+			// read is the client's.
+			status := http.StatusBadRequest
+			var st interface{ StatusCode() int }
+			if errors.As(err, &st) {
+				status = st.StatusCode()
+			}
+			if status == http.StatusServiceUnavailable {
+				c.Response().Header().Set("Retry-After", "1")
+			}
+			return fail(c, status, fmt.Errorf("read body: %w", err), Result{})
 		}
 		if format == "" {
 			format = sniffFormat(body)

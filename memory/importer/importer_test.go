@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -236,6 +238,16 @@ func TestImportNeedsAUser(t *testing.T) {
 	}
 }
 
+// refusal is a body read error that says its status, as the server's body
+// deadline and budget do.
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (r refusal) Error() string   { return r.msg }
+func (r refusal) StatusCode() int { return r.status }
+
 func TestHandler(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -254,21 +266,34 @@ func TestHandler(t *testing.T) {
 		name, key, body string
 		status          int
 		want            string
+		// readErr, when set, is what reading the body fails with after
+		// its first bytes (the server's body deadline or budget).
+		readErr error
 	}{
-		{"unauthenticated", "nope", twoConversations, 401, "bad key"},
-		{"bad line", "good", badLine2, 400, `"line":2`},
-		{"too large", "good", strings.Repeat(" ", 5000), 413, "exceeds 4096 bytes"},
-		{"good", "good", twoConversations, 200, `{"conversations":2,"turns":4,"duplicates":0}`},
+		{"unauthenticated", "nope", twoConversations, 401, "bad key", nil},
+		{"bad line", "good", badLine2, 400, `"line":2`, nil},
+		{"too large", "good", strings.Repeat(" ", 5000), 413, "exceeds 4096 bytes", nil},
+		{"body refused for the budget", "good", twoConversations, 503, "retry shortly", refusal{503, "too many bodies; retry shortly"}},
+		{"body too slow", "good", twoConversations, 408, "too slow", refusal{408, "too slow"}},
+		{"body cut off", "good", twoConversations, 400, "unexpected EOF", io.ErrUnexpectedEOF},
+		{"good", "good", twoConversations, 200, `{"conversations":2,"turns":4,"duplicates":0}`, nil},
 	}
 	for _, tc := range cases { // sequential: "good" finding no duplicates proves the rejected bodies stored nothing
-		req := httptest.NewRequest(http.MethodPost, "/perpetuity/import", strings.NewReader(tc.body))
+		var body io.Reader = strings.NewReader(tc.body)
+		if tc.readErr != nil {
+			body = io.MultiReader(strings.NewReader(tc.body[:10]), iotest.ErrReader(tc.readErr))
+		}
+		req := httptest.NewRequest(http.MethodPost, "/perpetuity/import", body)
 		req.Header.Set("X-Perpetuity-Key", tc.key)
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, req)
 		if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.want) {
 			t.Errorf("%s: %d %s, want %d containing %s", tc.name, rec.Code, rec.Body, tc.status, tc.want)
 		}
-		if tc.status == 400 {
+		if retry := rec.Header().Get("Retry-After"); (tc.status == 503) != (retry == "1") {
+			t.Errorf("%s: Retry-After %q", tc.name, retry)
+		}
+		if tc.status == 400 && tc.readErr == nil {
 			var b struct {
 				Error struct {
 					Message string

@@ -1,0 +1,132 @@
+package app
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// TestBodyBudgetTakeGive: concurrent takers never hold more than the
+// budget between them, and everything taken is given back.
+func TestBodyBudgetTakeGive(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		max  int64
+	}{{"bounded", 1000}, {"unlimited", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := &bodyBudget{max: tc.max}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			held, peak, refused := int64(0), int64(0), 0
+			for range 8 {
+				wg.Go(func() {
+					for range 500 {
+						if !b.take(300) {
+							mu.Lock()
+							refused++
+							mu.Unlock()
+							continue
+						}
+						mu.Lock()
+						held += 300
+						peak = max(peak, held)
+						held -= 300
+						mu.Unlock()
+						b.give(300)
+					}
+				})
+			}
+			wg.Wait()
+			if b.used.Load() != 0 {
+				t.Errorf("%d bytes still counted after every give", b.used.Load())
+			}
+			if tc.max > 0 && peak > tc.max {
+				t.Errorf("held %d bytes at once, budget %d", peak, tc.max)
+			}
+			if tc.max == 0 && refused > 0 {
+				t.Errorf("an unlimited budget refused %d takes", refused)
+			}
+		})
+	}
+}
+
+// TestBodyBudgetRefusesPastIt: through the service's router, a body that
+// would take the process past its body budget while another request holds
+// most of it is refused with a 503 to retry (its connection closed), the
+// held request is unharmed, and once it ends its bytes are given back, so
+// the same body is taken in.
+func TestBodyBudgetRefusesPastIt(t *testing.T) {
+	t.Parallel()
+	ec := NewRouter(slog.New(slog.DiscardHandler))
+	hold := make(chan struct{})
+	ec.POST("/hold", func(c echo.Context) error {
+		if _, err := io.ReadAll(c.Request().Body); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "could not read the body")
+		}
+		<-hold
+		return c.NoContent(http.StatusNoContent)
+	})
+	ec.POST("/read", func(c echo.Context) error {
+		if _, err := io.ReadAll(c.Request().Body); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "could not read the body")
+		}
+		return c.NoContent(http.StatusNoContent)
+	})
+	budget := &bodyBudget{max: 10 << 10}
+	srv := httptest.NewUnstartedServer(bodyDeadline{next: ec, timeout: 10 * time.Second, maxBytes: 1 << 20, budget: budget})
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+	post := func(path string, n int) *http.Response {
+		t.Helper()
+		resp, err := http.Post(srv.URL+path, "application/octet-stream", bytes.NewReader(bytes.Repeat([]byte("a"), n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	held := make(chan *http.Response, 1)
+	go func() { held <- post("/hold", 8<<10) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for budget.used.Load() != 8<<10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the held body counts %d bytes, want %d", budget.used.Load(), 8<<10)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp := post("/read", 4<<10)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !resp.Close {
+		t.Errorf("past the budget: status %d, Retry-After %q, close %v; want 503, 1, closed", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Close)
+	}
+	if got := budget.used.Load(); got != 8<<10 {
+		t.Errorf("after the refusal %d bytes counted, want the held body's %d", got, 8<<10)
+	}
+	close(hold)
+	if r := <-held; r.StatusCode != http.StatusNoContent {
+		t.Errorf("the held request: status %d", r.StatusCode)
+	}
+	for budget.used.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still counted after every request ended", budget.used.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if resp := post("/read", 8<<10); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("within the budget again: status %d", resp.StatusCode)
+	}
+	if !strings.Contains(errBodyBudget{}.Error(), "retry") {
+		t.Errorf("the refusal does not say to retry: %q", errBodyBudget{}.Error())
+	}
+}
