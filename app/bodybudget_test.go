@@ -40,6 +40,9 @@ func TestBodyBudgetTakeGive(t *testing.T) {
 						mu.Lock()
 						held += 300
 						peak = max(peak, held)
+						mu.Unlock()
+						time.Sleep(time.Microsecond) // others take meanwhile
+						mu.Lock()
 						held -= 300
 						mu.Unlock()
 						b.give(300)
@@ -87,18 +90,32 @@ func TestBodyBudgetRefusesPastIt(t *testing.T) {
 	srv.Config.ReadHeaderTimeout = 10 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
-	post := func(path string, n int) *http.Response {
-		t.Helper()
+	send := func(path string, n int) (*http.Response, error) {
 		resp, err := http.Post(srv.URL+path, "application/octet-stream", bytes.NewReader(bytes.Repeat([]byte("a"), n)))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		return resp, nil
+	}
+	post := func(path string, n int) *http.Response {
+		t.Helper()
+		resp, err := send(path, n)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return resp
 	}
-	held := make(chan *http.Response, 1)
-	go func() { held <- post("/hold", 8<<10) }()
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	held := make(chan result, 1)
+	go func() {
+		resp, err := send("/hold", 8<<10)
+		held <- result{resp, err}
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for budget.used.Load() != 8<<10 {
 		if time.Now().After(deadline) {
@@ -114,8 +131,8 @@ func TestBodyBudgetRefusesPastIt(t *testing.T) {
 		t.Errorf("after the refusal %d bytes counted, want the held body's %d", got, 8<<10)
 	}
 	close(hold)
-	if r := <-held; r.StatusCode != http.StatusNoContent {
-		t.Errorf("the held request: status %d", r.StatusCode)
+	if r := <-held; r.err != nil || r.resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("the held request: %+v", r)
 	}
 	for budget.used.Load() != 0 {
 		if time.Now().After(deadline) {

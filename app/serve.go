@@ -200,8 +200,8 @@ const cutGrace = 5 * time.Second
 
 // NewRouter is the Echo instance serve hangs every route on: the one error
 // handler, panic recovery, then mw (serve passes its metrics), the access
-// log and the mapping of a body that missed its deadline to a 408, in that
-// order. Exported as a seam: the reliability suite drives this
+// log and the mapping of a body that missed its deadline to a 408 (or was
+// refused for the body budget to a 503), in that order. Exported as a seam: the reliability suite drives this
 // same chain with a handler that panics, which no real route does.
 func NewRouter(log *slog.Logger, mw ...echo.MiddlewareFunc) *echo.Echo {
 	ec := echo.New()

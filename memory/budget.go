@@ -62,16 +62,23 @@ func (rs *residents) use(tenantID int64) *resident {
 // arena just used is the most recent, so it goes last, and only when it
 // alone is over the budget.
 func (rs *residents) done(r *resident) {
+	rs.tell(rs.underLock(func() []int64 {
+		r.use.refs--
+		if r.use.refs == 0 && r.use.bytes == 0 {
+			// Never loaded (a failed load, a tenant that does not exist): an
+			// empty entry is not worth keeping.
+			rs.drop(r)
+		}
+		return rs.evict()
+	}))
+}
+
+// underLock runs f under rs.mu, released however f ends: a panic recovered
+// above (memory/guard) must not leave every later use waiting on it.
+func (rs *residents) underLock(f func() []int64) []int64 {
 	rs.mu.Lock()
-	r.use.refs--
-	if r.use.refs == 0 && r.use.bytes == 0 {
-		// Never loaded (a failed load, a tenant that does not exist): an
-		// empty entry is not worth keeping.
-		rs.drop(r)
-	}
-	gone := rs.evict()
-	rs.mu.Unlock()
-	rs.tell(gone)
+	defer rs.mu.Unlock()
+	return f()
 }
 
 // resize records the arena's size after a catch-up changed it, and evicts
@@ -79,14 +86,13 @@ func (rs *residents) done(r *resident) {
 // what is resident. The caller holds r.mu (never rs.mu).
 func (rs *residents) resize(r *resident) {
 	b, n := int64(r.arena.Bytes()), r.arena.Len()
-	rs.mu.Lock()
-	rs.lru.bytes += b - r.use.bytes
-	rs.lru.items += n - r.use.items
-	r.use.bytes, r.use.items = b, n
-	rs.lru.peak = max(rs.lru.peak, rs.lru.bytes)
-	gone := rs.evict()
-	rs.mu.Unlock()
-	rs.tell(gone)
+	rs.tell(rs.underLock(func() []int64 {
+		rs.lru.bytes += b - r.use.bytes
+		rs.lru.items += n - r.use.items
+		r.use.bytes, r.use.items = b, n
+		rs.lru.peak = max(rs.lru.peak, rs.lru.bytes)
+		return rs.evict()
+	}))
 }
 
 // loaded counts a load from scratch and its time.

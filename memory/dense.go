@@ -6,6 +6,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/memory/arena"
 	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/guard"
 )
 
 // Dense retrieval (issue 16): a dictionary version that ships word vectors
@@ -40,7 +41,11 @@ func (vc *vectorCache) get(version int) (*dict.Vectors, error) {
 		vc.by[version] = s
 	}
 	vc.mu.Unlock()
-	s.once.Do(func() { s.v, s.err = dict.BuiltinVectors(version) })
+	// A panic inside Do would leave it done with neither vectors nor an
+	// error: dense retrieval off for the version, silently.
+	s.once.Do(func() {
+		s.err = guard.Run(func() (err error) { s.v, err = dict.BuiltinVectors(version); return err })
+	})
 	return s.v, s.err
 }
 

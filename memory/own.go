@@ -28,6 +28,7 @@ func (rs *residents) own(tenantID int64, got store.Captured, c store.Capture) {
 		return
 	}
 	defer r.mu.Unlock()
+	defer rs.forgetOnPanic(r)
 	if r.dict == 0 || r.watermark != got.Seq-1 || len(got.ItemIDs) != len(c.Items) {
 		return
 	}

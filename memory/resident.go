@@ -89,6 +89,7 @@ func (rs *residents) current(ctx context.Context, r *resident) (view, error) {
 	tenantID := r.tenant
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer rs.forgetOnPanic(r)
 	if r.dict != 0 {
 		// A loaded arena asks for what is new straight away: one round trip
 		// that reads the head too, and usually finds this turn's own capture.
@@ -156,6 +157,18 @@ func (rs *residents) current(ctx context.Context, r *resident) (view, error) {
 
 // position is the tenant's loaded arena as it stands; loaded is false when
 // none is loaded yet (or it was evicted); tip is resident.tip.
+// forgetOnPanic, deferred (under r.mu) by whoever applies a catch-up into
+// r's arena in place, makes r load afresh on its next use when the apply
+// panicked: some items would be in and the watermark not moved, so the
+// next catch-up would add them again. The panic goes on to the caller's
+// recovery (memory/guard, Echo's).
+func (rs *residents) forgetOnPanic(r *resident) {
+	if p := recover(); p != nil {
+		r.arena, r.watermark, r.dict, r.space, r.tip = arena.New(rs.opts), 0, 0, nil, false
+		panic(p)
+	}
+}
+
 func (rs *residents) position(r *resident) (v view, loaded, tip bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -170,6 +183,7 @@ func (rs *residents) position(r *resident) (v view, loaded, tip bool) {
 func (rs *residents) advance(r *resident, dictVersion int, cu store.CatchUp, start time.Time) (view, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer rs.forgetOnPanic(r)
 	if r.dict != dictVersion || cu.Head.DictVersion != dictVersion {
 		return view{}, false
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -122,11 +123,17 @@ func (ds *dictionaries) get(ctx context.Context, version int) (Dictionary, error
 		ds.mu.Unlock()
 		// Loaded for every later caller, so one caller's cancellation must
 		// not fail it for the others.
-		d, err := ds.st.LoadDictionary(context.WithoutCancel(ctx), version)
+		// Guarded: a panic (the caller's goroutine may be one that
+		// recovers) must still close ready and free the slot, or every
+		// later caller would wait on it.
+		var d *dict.Dictionary
 		var v *dict.Vectors
-		if err == nil {
-			v, err = ds.vecs.get(version)
-		}
+		err := guard.Run(func() (err error) {
+			if d, err = ds.st.LoadDictionary(context.WithoutCancel(ctx), version); err == nil {
+				v, err = ds.vecs.get(version)
+			}
+			return err
+		})
 		if err != nil {
 			s.err = err
 			ds.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/memory/chain"
 	"github.com/perpetuity/perpetuity/memory/dict"
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -123,7 +124,9 @@ func (c *Checker) Check(ctx context.Context, tenantID int64, by store.Actor) (st
 // it, shows it, and runs the check in the background).
 func (c *Checker) Run(ctx context.Context, tenantID, id int64, by store.Actor) (store.IntegrityReport, []store.Violation, error) {
 	run := &checkRun{c: c, tenantID: tenantID, counts: map[string]int64{}, expected: map[int64]memory.ArenaEntry{}}
-	runErr := run.run(ctx)
+	// Guarded here, not by the caller: a check that panics is finished
+	// with its error like one that failed, not left running for ever.
+	runErr := guard.Run(func() error { return run.run(ctx) })
 	rep := store.IntegrityReport{
 		TenantID: tenantID, ID: id, Items: run.items, Violations: int64(len(run.vs)), Counts: run.counts,
 		Notes: strings.Join(run.notes, "; "),
@@ -133,6 +136,9 @@ func (c *Checker) Run(ctx context.Context, tenantID, id int64, by store.Actor) (
 	}
 	if runErr != nil {
 		rep.Error = runErr.Error()
+		if p := (*guard.Panic)(nil); errors.As(runErr, &p) {
+			rep.Error = "the check panicked: " + p.What // the stack goes to the log, not the console
+		}
 	}
 	fctx := context.WithoutCancel(ctx) // a cancelled run is still recorded as such
 	if err := c.St.FinishIntegrityReport(fctx, rep, run.vs, by); err != nil {

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory"
+	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/ops"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
@@ -430,5 +432,36 @@ func TestIntegrityChainWriterBehind(t *testing.T) {
 	f.catchUp(t, f.writer(t))
 	if rep := f.mustBeClean(t, f.eng); strings.Contains(rep.Notes, "chain edges") {
 		t.Fatalf("notes %q once the writer caught up", rep.Notes)
+	}
+}
+
+// panickyArenas panics when the check asks for the serving arena.
+type panickyArenas struct{}
+
+func (panickyArenas) ArenaSnapshot(context.Context, int64) (memory.ArenaState, error) {
+	var m map[int64]int
+	m[1]++ // a nil map: a runtime error, as a bug would be
+	return memory.ArenaState{}, nil
+}
+
+// TestIntegrityCheckPanics: a check that panics midway is finished like
+// one that failed, its report saying so without the stack (the console
+// shows it), rather than left running for ever; the process goes on.
+func TestIntegrityCheckPanics(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.say(t, f.eng, f.who(t, "alice", "c"), 7, 0, 3)
+	ctx := context.Background()
+	rep, _, err := (&ops.Checker{St: f.db, Arenas: panickyArenas{}}).Check(ctx, f.nt.TenantID, store.Actor{Email: "cli"})
+	var p *guard.Panic
+	if !errors.As(err, &p) {
+		t.Fatalf("err %v, want the panic as an error", err)
+	}
+	if !strings.HasPrefix(rep.Error, "the check panicked: assignment to entry in nil map") || strings.Contains(rep.Error, "goroutine") {
+		t.Fatalf("report error %q", rep.Error)
+	}
+	list, err := f.db.IntegrityReports(ctx, f.nt.TenantID, 10)
+	if err != nil || len(list) != 1 || list[0].FinishedAt == nil || list[0].Error != rep.Error {
+		t.Fatalf("stored reports %+v %v: want it finished with the panic", list, err)
 	}
 }

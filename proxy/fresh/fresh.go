@@ -118,18 +118,32 @@ func (c *Cache[K, V]) refresh(k K, old *entry[V], load func(context.Context) (V,
 	gen := c.gen
 	c.mu.Unlock()
 	at := c.now()
+	loaded := false
+	defer func() {
+		if !loaded {
+			// load panicked (the spawner may recover it): a failed load,
+			// or the entry would not be refreshed again until its TTL ran out.
+			c.drop(k, old)
+		}
+	}()
 	v, err := load(ctx)
+	loaded = true
 	if err != nil {
 		// Gone or unreadable: the next request reads it itself and gets
 		// the answer (a revoked key's refusal) from the database.
-		c.mu.Lock()
-		if c.m[k] == old {
-			delete(c.m, k)
-		}
-		c.mu.Unlock()
+		c.drop(k, old)
 		return
 	}
 	c.store(k, v, at, gen, old)
+}
+
+// drop removes k's entry if it is still old.
+func (c *Cache[K, V]) drop(k K, old *entry[V]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[k] == old {
+		delete(c.m, k)
+	}
 }
 
 // store caches v read at at, unless a Forget came since the read began

@@ -169,3 +169,37 @@ func TestMax(t *testing.T) {
 		t.Fatal("the entry that started it over is kept")
 	}
 }
+
+// TestRefreshPanics: a background read that panics (its spawner recovers)
+// is a failed one: the entry goes, and the next request reads afresh,
+// rather than the entry never being refreshed again until its TTL ran out.
+func TestRefreshPanics(t *testing.T) {
+	t.Parallel()
+	clk := &clock{}
+	var spawned []func()
+	c := New[string, int](2*time.Second, 10, clk.now, func(f func()) { spawned = append(spawned, f) })
+	src := &source{v: 1}
+	if _, err := c.Get(context.Background(), "k", src.load); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(1500 * time.Millisecond)
+	boom := func(context.Context) (int, error) { panic("read failed badly") }
+	if v, err := c.Get(context.Background(), "k", boom); err != nil || v != 1 || len(spawned) != 1 {
+		t.Fatalf("hit: %d %v, %d refreshes", v, err, len(spawned))
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the refresh's panic did not reach its spawner")
+			}
+		}()
+		spawned[0]()
+	}()
+	if _, ok := c.Peek("k"); ok {
+		t.Fatal("the entry whose refresh panicked is still cached")
+	}
+	src.v = 3
+	if v, err := c.Get(context.Background(), "k", src.load); err != nil || v != 3 {
+		t.Fatalf("after the panic: %d %v, want a fresh read", v, err)
+	}
+}
