@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
 	"github.com/perpetuity/perpetuity/memory/dict"
@@ -76,7 +77,7 @@ func TestDictionaryLoadPanics(t *testing.T) {
 	if _, err := ds.get(context.Background(), 1); !errors.As(err, &p) {
 		t.Fatalf("first load: err %v, want the panic as an error", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10e9)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	d, err := ds.get(ctx, 1)
 	if err != nil || d == nil || st.calls != 2 {

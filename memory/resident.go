@@ -155,8 +155,6 @@ func (rs *residents) current(ctx context.Context, r *resident) (view, error) {
 	}
 }
 
-// position is the tenant's loaded arena as it stands; loaded is false when
-// none is loaded yet (or it was evicted); tip is resident.tip.
 // forgetOnPanic, deferred (under r.mu) by whoever applies a catch-up into
 // r's arena in place, makes r load afresh on its next use when the apply
 // panicked: some items would be in and the watermark not moved, so the
@@ -169,6 +167,8 @@ func (rs *residents) forgetOnPanic(r *resident) {
 	}
 }
 
+// position is the tenant's loaded arena as it stands; loaded is false when
+// none is loaded yet (or it was evicted); tip is resident.tip.
 func (rs *residents) position(r *resident) (v view, loaded, tip bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/memory"
-	"github.com/perpetuity/perpetuity/memory/guard"
 	"github.com/perpetuity/perpetuity/memory/store"
 )
 
@@ -177,13 +176,11 @@ func (p *Proxy) touchKey(k store.KeyIdentity) {
 	if !p.touched.due(k.KeyID, time.Now()) {
 		return
 	}
-	p.after.Add(1)
-	go func() {
-		defer p.after.Done()
+	p.background(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
 		defer cancel()
-		if err := guard.Run(func() error { return p.dir.TouchKey(ctx, k.TenantID, k.KeyID) }); err != nil {
+		if err := p.dir.TouchKey(ctx, k.TenantID, k.KeyID); err != nil {
 			p.log.Warn("record key use failed", "tenant", k.TenantID, "key_id", k.KeyID, "err", err)
 		}
-	}()
+	})
 }

@@ -177,7 +177,7 @@ func (p *Proxy) background(f func()) {
 	p.after.Add(1)
 	go func() {
 		defer p.after.Done()
-		p.guarded("background refresh", f)
+		p.guarded("background work", f)
 	}()
 }
 
