@@ -33,6 +33,15 @@ func TestBrowserInspector(t *testing.T) {
 
 	sayThrough(t, s, base, "The Quokkaferry leaves from platform nine on Fridays.", "Noted: platform nine, Fridays.")
 	sayThrough(t, s, base, "My sister Wilhelmina keeps bees in Utrecht.", "Lovely, bees in Utrecht.")
+	// Replies are captured after their response went out: the inspected
+	// frame is to hold the ferry's answer beside it, so both are stored
+	// first (a loaded machine once had the question ask before they were).
+	const replies = `SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'assistant'`
+	for deadline := time.Now().Add(15 * time.Second); s.scalar(replies, tenantID) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the two replies were not stored within 15s")
+		}
+	}
 
 	// The inspected request: a provider key of its own, and the model
 	// searches memory before it answers.
