@@ -2,8 +2,10 @@ package app
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -145,5 +147,47 @@ func TestBodyBudgetRefusesPastIt(t *testing.T) {
 	}
 	if !strings.Contains(errBodyBudget{}.Error(), "retry") {
 		t.Errorf("the refusal does not say to retry: %q", errBodyBudget{}.Error())
+	}
+}
+
+// TestBodyBudgetRefusalCloses: a refused body that stalls short of its end
+// is not waited for. net/http reads what is left of an unread body under
+// 256 KiB before it closes the connection, until the read deadline; the
+// refusal ends reading at once.
+func TestBodyBudgetRefusalCloses(t *testing.T) {
+	t.Parallel()
+	ec := NewRouter(slog.New(slog.DiscardHandler))
+	ec.POST("/read", func(c echo.Context) error {
+		if _, err := io.ReadAll(c.Request().Body); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "could not read the body")
+		}
+		return c.NoContent(http.StatusNoContent)
+	})
+	const timeout = 20 * time.Second
+	budget := &bodyBudget{max: 10 << 10}
+	budget.take(8 << 10) // another request's body
+	srv := httptest.NewUnstartedServer(bodyDeadline{next: ec, timeout: timeout, maxBytes: 1 << 20, budget: budget})
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * timeout))
+	// 8 KiB declared, 4 KiB sent: past the budget, and the rest never comes.
+	fmt.Fprintf(conn, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", 8<<10, bytes.Repeat([]byte("a"), 4<<10))
+	start := time.Now()
+	raw, _ := io.ReadAll(conn) // to the server's close
+	took := time.Since(start)
+	if !bytes.HasPrefix(raw, []byte("HTTP/1.1 503")) {
+		t.Fatalf("answer %q, want a 503", raw)
+	}
+	if took > timeout/4 {
+		t.Errorf("the connection was closed %v after the refusal, want well within the body deadline %v", took, timeout)
+	}
+	if got := budget.used.Load(); got != 8<<10 {
+		t.Errorf("%d bytes counted after the refusal, want the other body's %d", got, 8<<10)
 	}
 }

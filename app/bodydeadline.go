@@ -148,6 +148,12 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 	d.read += int64(n)
 	if n > 0 && !d.count(n) {
 		d.st.overBudget.Store(true)
+		// The connection is closed after the refusal, but net/http first
+		// reads what is left of an unread body under 256 KiB, for as long
+		// as the read deadline lets it: a refused upload that stalls
+		// would keep its connection until the deadline. Reading is over
+		// for this body; the refusal still goes out.
+		_ = d.rc.SetReadDeadline(time.Now())
 		return 0, errBodyBudget{}
 	}
 	switch {

@@ -1,14 +1,12 @@
 package badinput
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/e2e/reliability/figure"
+	"github.com/perpetuity/perpetuity/e2e/reliability/internal/harness"
 	"github.com/perpetuity/perpetuity/e2e/rig"
 	"github.com/perpetuity/perpetuity/migrations/dbtest"
 )
@@ -213,45 +212,6 @@ func dialectOK(e endpoint, status int, b []byte) bool {
 	return v.Type == "" && v.Error.Type == "" // import: {"error":{"message":...,"line":...}}
 }
 
-// rss reads the process's resident set size in bytes.
-func rss(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}
-
-// peakRSS samples the process's RSS every 5 ms until stop is closed.
-func peakRSS(pid int, stop <-chan struct{}) <-chan int64 {
-	out := make(chan int64, 1)
-	go func() {
-		var peak int64
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			if v, err := rss(pid); err == nil && v > peak {
-				peak = v
-			}
-			select {
-			case <-stop:
-				out <- peak
-				return
-			case <-tk.C:
-			}
-		}
-	}()
-	return out
-}
-
 // stored counts the tenant's messages (as the owner role).
 func stored(ctx context.Context, t *testing.T, dbURL string, tenant int64) int64 {
 	n, err := rig.Scalar(ctx, dbURL, `SELECT count(*) FROM messages WHERE tenant_id = $1`, tenant)
@@ -345,12 +305,12 @@ func TestBadInputRealBinary(t *testing.T) {
 	var peakDelta int64
 	var bigRows []string
 	for _, e := range endpoints() {
-		base, err := rss(pid)
+		base, err := harness.RSS(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stop := make(chan struct{})
-		peak := peakRSS(pid, stop)
+		peak := harness.PeakRSS(pid, stop)
 		start := time.Now()
 		head := e.wrap(`"`)
 		body := io.LimitReader(io.MultiReader(strings.NewReader(head), repeatReader('x')), bigBody)

@@ -34,8 +34,8 @@ var items = []string{
 }
 
 // hardening are issue 15's findings, recorded as items 100+N (N its number
-// in the issue), and its key-scope decision as 114. They are reported as
-// H1..H13 and H14 in a table of their own.
+// in the issue), its key-scope decision as 114 and the body budget as 115.
+// They are reported as H1..H15 in a table of their own.
 var hardening = []string{
 	1:  "Wide questions",
 	2:  "Metric and log cardinality",
@@ -51,6 +51,7 @@ var hardening = []string{
 	12: "Nothing stored means nothing",
 	13: "Public URL scheme",
 	14: "Key scope",
+	15: "Bodies held at once",
 }
 
 // hardeningBase is the item number of hardening finding 0.

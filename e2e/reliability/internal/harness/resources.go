@@ -69,3 +69,42 @@ func (s *Server) Settle(t testing.TB, base Resources, slack int, timeout time.Du
 		time.Sleep(250 * time.Millisecond)
 	}
 }
+
+// RSS reads the process's resident set size in bytes.
+func RSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// PeakRSS samples the process's RSS every 5 ms until stop is closed.
+func PeakRSS(pid int, stop <-chan struct{}) <-chan int64 {
+	out := make(chan int64, 1)
+	go func() {
+		var peak int64
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			if v, err := RSS(pid); err == nil && v > peak {
+				peak = v
+			}
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return out
+}
