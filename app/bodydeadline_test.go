@@ -14,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/labstack/echo/v4"
 )
 
 // testBodyTimeout is short so the tests are quick; the bounds checked
@@ -230,12 +228,7 @@ func TestDeadlineIsCapped(t *testing.T) {
 func TestBodyTimeoutIsA408(t *testing.T) {
 	t.Parallel()
 	ec := NewRouter(slog.New(slog.DiscardHandler))
-	ec.POST("/form", func(c echo.Context) error {
-		if _, err := io.ReadAll(c.Request().Body); err != nil {
-			return echo.NewHTTPError(http.StatusBadRequest, "could not read the form")
-		}
-		return c.NoContent(http.StatusNoContent)
-	})
+	readAllRoute(ec, "/form")
 	host := deadlineServer(t, 1<<20, ec)
 	got, _ := rawPost(t, host, "/form", 100, []byte("a"), 1, 0)
 	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
