@@ -182,6 +182,74 @@ func TestBodyBudgetRefusalCloses(t *testing.T) {
 	}
 }
 
+// TestBodyBudgetRefusalLetsASenderFinish: a client still sending the rest
+// of a refused body (under 256 KiB, which net/http reads before it closes)
+// finishes and reads its 503; closing on it would reset the connection
+// first.
+func TestBodyBudgetRefusalLetsASenderFinish(t *testing.T) {
+	t.Parallel()
+	ec := NewRouter(slog.New(slog.DiscardHandler))
+	readAllRoute(ec, "/read")
+	srv := httptest.NewUnstartedServer(bodyDeadline{next: ec, timeout: 20 * time.Second, maxBytes: 1 << 20, budget: &bodyBudget{max: 64 << 10}})
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	const size, piece = 200 << 10, 8 << 10
+	fmt.Fprintf(conn, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)
+	for sent := 0; sent < size; sent += piece {
+		if _, err := conn.Write(bytes.Repeat([]byte("a"), piece)); err != nil {
+			t.Fatalf("after %d of %d bytes: %v", sent, size, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	raw, _ := io.ReadAll(conn)
+	if !bytes.HasPrefix(raw, []byte("HTTP/1.1 503")) {
+		t.Fatalf("answer %q, want a 503", raw)
+	}
+}
+
+// TestBodyBudgetRefusalAtTheEnd: a body refused by the read that reached
+// its end leaves the request's context alone (net/http watches the
+// connection for a hang-up from then, and an expired read deadline would
+// read as one).
+func TestBodyBudgetRefusalAtTheEnd(t *testing.T) {
+	t.Parallel()
+	ec := NewRouter(slog.New(slog.DiscardHandler))
+	ctxErr := make(chan error, 1)
+	ec.POST("/read", func(c echo.Context) error {
+		_, err := io.ReadAll(c.Request().Body)
+		time.Sleep(50 * time.Millisecond)
+		ctxErr <- c.Request().Context().Err()
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "could not read the body")
+		}
+		return c.NoContent(http.StatusNoContent)
+	})
+	budget := &bodyBudget{max: 10 << 10}
+	budget.take(10<<10 - 100)
+	srv := httptest.NewUnstartedServer(bodyDeadline{next: ec, timeout: 20 * time.Second, maxBytes: 1 << 20, budget: budget})
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+	resp, err := http.Post(srv.URL+"/read", "text/plain", bytes.NewReader(bytes.Repeat([]byte("a"), 300)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("status %d, want 503", resp.StatusCode)
+	}
+	if err := <-ctxErr; err != nil {
+		t.Errorf("the request's context after its refusal: %v", err)
+	}
+}
+
 // readAllRoute adds a POST route that reads its whole body, as the
 // service's handlers do, and answers 400 when the read fails: the
 // middleware under test turns that into its own status.

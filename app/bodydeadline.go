@@ -113,15 +113,31 @@ type deadlineBody struct {
 	released bool
 }
 
+// refuseGrace is how long a client whose body was refused for the budget
+// may go on sending it. The connection is closed after the refusal, but
+// net/http first reads what is left of an unread body under 256 KiB, for
+// as long as the read deadline lets it: a refused upload that stalls kept
+// its connection until the body deadline, while closing on a client still
+// sending resets the connection before it reads the 503.
+const refuseGrace = 500 * time.Millisecond
+
 // count takes n bytes of the budget for the body; false when they would
-// pass it.
-func (d *deadlineBody) count(n int) bool {
+// pass it. ended says the read reached the body's end: nothing is left to
+// read, and net/http already watches the connection for a hang-up, which
+// an expired deadline would take for one (cancelling the request).
+func (d *deadlineBody) count(n int, ended bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.released {
 		return true
 	}
 	if !d.budget.take(int64(n)) {
+		// Under the lock: the request has not ended (release), so the
+		// deadline cannot land on a later request of the connection.
+		if cut := time.Now().Add(refuseGrace); !ended && cut.Before(d.deadline) {
+			d.deadline = cut
+			_ = d.rc.SetReadDeadline(cut)
+		}
 		return false
 	}
 	d.taken += int64(n)
@@ -146,14 +162,8 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 	}
 	n, err := d.ReadCloser.Read(p)
 	d.read += int64(n)
-	if n > 0 && !d.count(n) {
+	if n > 0 && !d.count(n, err == io.EOF) {
 		d.st.overBudget.Store(true)
-		// The connection is closed after the refusal, but net/http first
-		// reads what is left of an unread body under 256 KiB, for as long
-		// as the read deadline lets it: a refused upload that stalls
-		// would keep its connection until the deadline. Reading is over
-		// for this body; the refusal still goes out.
-		_ = d.rc.SetReadDeadline(time.Now())
 		return 0, errBodyBudget{}
 	}
 	switch {
