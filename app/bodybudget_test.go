@@ -2,12 +2,9 @@ package app
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -83,12 +80,9 @@ func TestBodyBudgetRefusesPastIt(t *testing.T) {
 	})
 	readAllRoute(ec, "/read")
 	budget := &bodyBudget{max: 10 << 10}
-	srv := httptest.NewUnstartedServer(bodyDeadline{next: ec, timeout: 10 * time.Second, maxBytes: 1 << 20, budget: budget})
-	srv.Config.ReadHeaderTimeout = 10 * time.Second
-	srv.Start()
-	t.Cleanup(srv.Close)
+	host := serveBodies(t, bodyDeadline{next: ec, timeout: 10 * time.Second, maxBytes: 1 << 20, budget: budget})
 	send := func(path string, n int) (*http.Response, error) {
-		resp, err := http.Post(srv.URL+path, "application/octet-stream", bytes.NewReader(bytes.Repeat([]byte("a"), n)))
+		resp, err := http.Post("http://"+host+path, "application/octet-stream", bytes.NewReader(bytes.Repeat([]byte("a"), n)))
 		if err != nil {
 			return nil, err
 		}
@@ -156,22 +150,10 @@ func TestBodyBudgetRefusalCloses(t *testing.T) {
 	const timeout = 20 * time.Second
 	budget := &bodyBudget{max: 10 << 10}
 	budget.take(8 << 10) // another request's body
-	srv := httptest.NewUnstartedServer(bodyDeadline{next: ec, timeout: timeout, maxBytes: 1 << 20, budget: budget})
-	srv.Config.ReadHeaderTimeout = 10 * time.Second
-	srv.Start()
-	t.Cleanup(srv.Close)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * timeout))
+	host := serveBodies(t, bodyDeadline{next: ec, timeout: timeout, maxBytes: 1 << 20, budget: budget})
 	// 8 KiB declared, 4 KiB sent: past the budget, and the rest never comes.
-	fmt.Fprintf(conn, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", 8<<10, bytes.Repeat([]byte("a"), 4<<10))
-	start := time.Now()
-	raw, _ := io.ReadAll(conn) // to the server's close
-	took := time.Since(start)
-	if !bytes.HasPrefix(raw, []byte("HTTP/1.1 503")) {
+	raw, took := rawPost(t, host, "/read", 8<<10, bytes.Repeat([]byte("a"), 4<<10), 4<<10, 0)
+	if !strings.HasPrefix(raw, "HTTP/1.1 503") {
 		t.Fatalf("answer %q, want a 503", raw)
 	}
 	if took > timeout/4 {
@@ -190,26 +172,13 @@ func TestBodyBudgetRefusalLetsASenderFinish(t *testing.T) {
 	t.Parallel()
 	ec := NewRouter(slog.New(slog.DiscardHandler))
 	readAllRoute(ec, "/read")
-	srv := httptest.NewUnstartedServer(bodyDeadline{next: ec, timeout: 20 * time.Second, maxBytes: 1 << 20, budget: &bodyBudget{max: 64 << 10}})
-	srv.Config.ReadHeaderTimeout = 10 * time.Second
-	srv.Start()
-	t.Cleanup(srv.Close)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	host := serveBodies(t, bodyDeadline{next: ec, timeout: 20 * time.Second, maxBytes: 1 << 20, budget: &bodyBudget{max: 64 << 10}})
+	const size = 200 << 10
+	raw, _, err := rawSend(t, host, "/read", size, bytes.Repeat([]byte("a"), size), 8<<10, 2*time.Millisecond)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("sending the refused body: %v", err)
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-	const size, piece = 200 << 10, 8 << 10
-	fmt.Fprintf(conn, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)
-	for sent := 0; sent < size; sent += piece {
-		if _, err := conn.Write(bytes.Repeat([]byte("a"), piece)); err != nil {
-			t.Fatalf("after %d of %d bytes: %v", sent, size, err)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	raw, _ := io.ReadAll(conn)
-	if !bytes.HasPrefix(raw, []byte("HTTP/1.1 503")) {
+	if !strings.HasPrefix(raw, "HTTP/1.1 503") {
 		t.Fatalf("answer %q, want a 503", raw)
 	}
 }
@@ -233,11 +202,8 @@ func TestBodyBudgetRefusalAtTheEnd(t *testing.T) {
 	})
 	budget := &bodyBudget{max: 10 << 10}
 	budget.take(10<<10 - 100)
-	srv := httptest.NewUnstartedServer(bodyDeadline{next: ec, timeout: 20 * time.Second, maxBytes: 1 << 20, budget: budget})
-	srv.Config.ReadHeaderTimeout = 10 * time.Second
-	srv.Start()
-	t.Cleanup(srv.Close)
-	resp, err := http.Post(srv.URL+"/read", "text/plain", bytes.NewReader(bytes.Repeat([]byte("a"), 300)))
+	host := serveBodies(t, bodyDeadline{next: ec, timeout: 20 * time.Second, maxBytes: 1 << 20, budget: budget})
+	resp, err := http.Post("http://"+host+"/read", "text/plain", bytes.NewReader(bytes.Repeat([]byte("a"), 300)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,13 @@ const testBodyTimeout = 300 * time.Millisecond
 
 func deadlineServer(t *testing.T, maxBytes int64, h http.Handler) string {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(bodyDeadline{next: h, timeout: testBodyTimeout, maxBytes: maxBytes})
+	return serveBodies(t, bodyDeadline{next: h, timeout: testBodyTimeout, maxBytes: maxBytes})
+}
+
+// serveBodies serves through bd and returns the server's host:port.
+func serveBodies(t *testing.T, bd bodyDeadline) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(bd)
 	srv.Config.ReadHeaderTimeout = 10 * time.Second
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -36,6 +42,14 @@ func deadlineServer(t *testing.T, maxBytes int64, h http.Handler) string {
 // request that closes its connection anyway.
 func rawPost(t *testing.T, host, path string, n int, body []byte, piece int, gap time.Duration) (string, time.Duration) {
 	t.Helper()
+	got, life, _ := rawSend(t, host, path, n, body, piece, gap)
+	return got, life
+}
+
+// rawSend is rawPost that also says how sending the body ended: the first
+// write that failed, or nil.
+func rawSend(t *testing.T, host, path string, n int, body []byte, piece int, gap time.Duration) (string, time.Duration, error) {
+	t.Helper()
 	conn, err := net.Dial("tcp", host)
 	if err != nil {
 		t.Fatal(err)
@@ -44,16 +58,20 @@ func rawPost(t *testing.T, host, path string, n int, body []byte, piece int, gap
 	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
 	start := time.Now()
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", path, n)
+	sent := make(chan error, 1)
 	go func() {
 		for off := 0; off < len(body); off += piece {
 			time.Sleep(gap)
 			if _, err := conn.Write(body[off:min(off+piece, len(body))]); err != nil {
+				sent <- fmt.Errorf("after %d of %d bytes: %w", off, len(body), err)
 				return
 			}
 		}
+		sent <- nil
 	}()
 	b, _ := io.ReadAll(conn)
-	return string(b), time.Since(start)
+	life := time.Since(start)
+	return string(b), life, <-sent
 }
 
 // TestAbsentBodyIsClosedAtDeadline: a handler that reads no body (net/http

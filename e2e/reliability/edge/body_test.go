@@ -115,12 +115,12 @@ func TestSlowAndAbsentBodies(t *testing.T) {
 	var conns []*attackConn
 	for _, tg := range targets {
 		for range absent {
-			conns = append(conns, openAttack(t, host, tg, false))
+			conns = append(conns, openAttack(t, host, tg, declared, sendNothing))
 		}
 	}
 	trickleTargets := targets[1:] // sign-in, chat and import, as in the finding
 	for i := range trickled {
-		conns = append(conns, openAttack(t, host, trickleTargets[i%len(trickleTargets)], true))
+		conns = append(conns, openAttack(t, host, trickleTargets[i%len(trickleTargets)], declared, sendTrickle))
 	}
 	opened := time.Since(attackStart)
 	under := s.Sample(t)
@@ -154,7 +154,7 @@ func TestSlowAndAbsentBodies(t *testing.T) {
 	for _, c := range conns {
 		r := c.result()
 		key := c.target.name
-		if c.trickle {
+		if c.send == sendTrickle {
 			key += " (trickled)"
 		}
 		if byTarget[key] == nil {
@@ -233,17 +233,28 @@ func TestSlowAndAbsentBodies(t *testing.T) {
 	}
 }
 
-// attackConn is one connection that declared a body and sends it slowly
-// or not at all.
+// sendMode is what an attacker sends of the body it declared.
+type sendMode int
+
+const (
+	sendNothing    sendMode = iota
+	sendTrickle             // one byte every trickle, never the whole body
+	sendAllButLast          // every byte but the last at once (fillPiece at a time), then nothing
+)
+
+const fillPiece = 32 << 10
+
+// attackConn is one connection that declared a body and sends it slowly,
+// not at all, or all but its end.
 type attackConn struct {
-	target  bodyTarget
-	trickle bool
-	conn    net.Conn
-	opened  time.Time
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	res     answer
+	target bodyTarget
+	send   sendMode
+	conn   net.Conn
+	opened time.Time
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	res    answer
 }
 
 // answer is what came back on a connection before the server closed it.
@@ -271,6 +282,16 @@ func (a answer) status() string {
 	return "closed unanswered"
 }
 
+// header is the value of the answer's header k.
+func (a answer) header(k string) string {
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(a.raw)), nil)
+	if err != nil {
+		return ""
+	}
+	resp.Body.Close()
+	return resp.Header.Get(k)
+}
+
 func (a answer) body() []byte {
 	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(a.raw)), nil)
 	if err != nil {
@@ -281,14 +302,14 @@ func (a answer) body() []byte {
 	return b
 }
 
-func openAttack(t *testing.T, host string, tg bodyTarget, trickles bool) *attackConn {
+func openAttack(t *testing.T, host string, tg bodyTarget, size int, send sendMode) *attackConn {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
 	var h strings.Builder
-	fmt.Fprintf(&h, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", tg.path, host, tg.contentType, declared)
+	fmt.Fprintf(&h, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", tg.path, host, tg.contentType, size)
 	for k, v := range tg.header {
 		fmt.Fprintf(&h, "%s: %s\r\n", k, v)
 	}
@@ -296,7 +317,7 @@ func openAttack(t *testing.T, host string, tg bodyTarget, trickles bool) *attack
 	if _, err := io.WriteString(conn, h.String()); err != nil {
 		t.Fatalf("write headers: %v", err)
 	}
-	c := &attackConn{target: tg, trickle: trickles, conn: conn, opened: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	c := &attackConn{target: tg, send: send, conn: conn, opened: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		b, err := io.ReadAll(conn)
@@ -307,11 +328,21 @@ func openAttack(t *testing.T, host string, tg bodyTarget, trickles bool) *attack
 			c.res.closed = err == nil || !isClosedByUs(err)
 		}
 	}()
-	if trickles {
+	switch send {
+	case sendAllButLast:
+		go func() {
+			piece := bytes.Repeat([]byte("x"), fillPiece)
+			for left := size - 1; left > 0; left -= len(piece) {
+				if _, err := conn.Write(piece[:min(len(piece), left)]); err != nil {
+					return // refused and closed, or we hung up
+				}
+			}
+		}()
+	case sendTrickle:
 		go func() {
 			tick := time.NewTicker(trickle)
 			defer tick.Stop()
-			for range declared - 1 { // never the whole body
+			for range size - 1 { // never the whole body
 				select {
 				case <-c.stop:
 					return
@@ -443,12 +474,17 @@ func targetLine(m map[string]map[string]int) string {
 	sort.Strings(names)
 	var parts []string
 	for _, n := range names {
-		var ss []string
-		for st, k := range m[n] {
-			ss = append(ss, fmt.Sprintf("%s x%d", st, k))
-		}
-		sort.Strings(ss)
-		parts = append(parts, n+": "+strings.Join(ss, ", "))
+		parts = append(parts, n+": "+statusCounts(m[n]))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// statusCounts is "400 x1, 503 x2" for {503: 2, 400: 1}.
+func statusCounts(m map[string]int) string {
+	var ss []string
+	for st, k := range m {
+		ss = append(ss, fmt.Sprintf("%s x%d", st, k))
+	}
+	sort.Strings(ss)
+	return strings.Join(ss, ", ")
 }

@@ -1,14 +1,9 @@
 package edge
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +17,6 @@ const (
 	// largest size.
 	heldMax    = 1 << 20
 	heldBudget = 4 << 20
-	// heldPiece is how much of its body an attacker writes at a time.
-	heldPiece = 32 << 10
 	// heldQuiet is how long the attack must bring no new answer before it
 	// is taken as settled: every attacker refused or holding its bytes.
 	heldQuiet = 2 * time.Second
@@ -41,7 +34,7 @@ func TestBodiesHeldAtOnce(t *testing.T) {
 	host := strings.TrimPrefix(s.URL, "http://")
 	attackers := figure.N(200, 48)
 
-	if a := sendPaced(host, s.Key, harness.OpenAI.Body(harness.Question(4000, "warm up"), false), heldPiece, 0); a.code() != http.StatusOK {
+	if a := sendPaced(host, s.Key, harness.OpenAI.Body(harness.Question(4000, "warm up"), false), fillPiece, 0); a.code() != http.StatusOK {
 		t.Fatalf("warm-up request: %s %v", a.status(), a.err)
 	}
 	base := s.Sample(t)
@@ -52,13 +45,17 @@ func TestBodiesHeldAtOnce(t *testing.T) {
 	stopRSS := make(chan struct{})
 	peakRSS := harness.PeakRSS(s.PID(), stopRSS)
 
-	held := make([]*heldBody, attackers)
-	attackStart := time.Now()
-	var wg sync.WaitGroup
-	for i := range held {
-		wg.Go(func() { held[i] = holdBody(t, host, s.Key) })
+	var chat bodyTarget
+	for _, tg := range bodyTargets(s.Key) {
+		if tg.name == "chat" {
+			chat = tg
+		}
 	}
-	wg.Wait()
+	held := make([]*attackConn, attackers)
+	attackStart := time.Now()
+	for i := range held {
+		held[i] = openAttack(t, host, chat, heldMax, sendAllButLast)
+	}
 	maxHolding := heldBudget / (heldMax - 1)
 	settledIn := waitQuiet(held, attackers-maxHolding, attackStart, heldQuiet, 60*time.Second)
 	under := s.Sample(t)
@@ -76,42 +73,38 @@ func TestBodiesHeldAtOnce(t *testing.T) {
 			lat = append(lat, time.Since(t0))
 		}
 	}
-	small := sendPaced(host, s.Key, harness.OpenAI.Body(harness.Question(4001, "a small question"), false), heldPiece, 0)
+	small := sendPaced(host, s.Key, harness.OpenAI.Body(harness.Question(4001, "a small question"), false), fillPiece, 0)
 	close(stopRSS)
 	peak := <-peakRSS
 
 	refused, retryable, holding, other := 0, 0, 0, map[string]int{}
-	for _, h := range held {
-		if h == nil {
-			continue // its dial failed, reported
-		}
-		a, answered := h.answer()
-		switch {
-		case !answered:
+	for _, c := range held {
+		if !c.closedYet() {
 			holding++
-		case a.code() == http.StatusServiceUnavailable:
+			continue
+		}
+		switch a := c.result(); a.code() {
+		case http.StatusServiceUnavailable:
 			refused++
-			if retryAfter(a.raw) == "1" && harness.ErrorBody(harness.OpenAI, a.body()) {
+			if a.header("Retry-After") == "1" && harness.ErrorBody(harness.OpenAI, a.body()) {
 				retryable++
 			}
 		default:
 			other[a.status()]++
 		}
 	}
-	for _, h := range held {
-		if h != nil {
-			h.hangUp()
-		}
+	for _, c := range held {
+		c.hangUp()
 	}
 	// The bytes come back as each held request ends, once the server has
 	// seen its client leave: a small request is served again, and so is a
 	// body of the largest size, each sent as an SDK would, again after
 	// Retry-After while refused.
 	afterSmall, smallTries := retried(func() answer {
-		return sendPaced(host, s.Key, harness.OpenAI.Body(harness.Question(4002, "after the attack"), false), heldPiece, 0)
+		return sendPaced(host, s.Key, harness.OpenAI.Body(harness.Question(4002, "after the attack"), false), fillPiece, 0)
 	})
 	big := harness.OpenAI.Body(harness.Question(4003, "a long paste "+strings.Repeat("y", heldMax-8<<10)), false)
-	afterBig, bigTries := retried(func() answer { return sendPaced(host, s.Key, big, heldPiece, 0) })
+	afterBig, bigTries := retried(func() answer { return sendPaced(host, s.Key, big, fillPiece, 0) })
 	after, settled := s.Settle(t, base, bodySlack, 30*time.Second)
 
 	// What the attackers send is what a server without the budget holds
@@ -139,9 +132,9 @@ func TestBodiesHeldAtOnce(t *testing.T) {
 			maxHolding, rssHeld>>20, maxProbeLat, bodySlack),
 		Pass: pass,
 		Details: fmt.Sprintf("The real binary with PERPETUITY_MAX_BODY_BYTES=%d and PERPETUITY_BODY_BUDGET=4MiB. Each attacker writes a chat request's headers (the tenant's key, Content-Length: %d) on a raw connection, then %d bytes of body in %d KiB pieces, and waits: the server reads a body to its end before it parses it, so each holds what it was sent (the body deadline would end them after PERPETUITY_BODY_TIMEOUT plus 1 s per 64 KiB). "+
-			"The attack is settled when no attacker was answered or closed for %v. RSS is VmRSS of the server sampled every 5 ms from before the first attacker to the end of the probes. "+
-			"The budget is the process's, not a tenant's: while it is spent, every request with a body is refused alike (the SDKs retry a 503).",
-			heldMax, heldMax, heldMax-1, heldPiece>>10, heldQuiet),
+			"The attack is settled once at least %d attackers were answered and none more for %v. RSS is VmRSS of the server sampled every 5 ms from before the first attacker to the end of the probes. "+
+			"The budget is the process's, not a tenant's: while it is spent, every request with a body is refused (on the proxy routes with a 503, which the SDKs retry).",
+			heldMax, heldMax, heldMax-1, fillPiece>>10, attackers-maxHolding, heldQuiet),
 	})
 	if len(other) > 0 || retryable != refused {
 		t.Errorf("attackers answered %v besides %d refusals, %d of them with Retry-After: 1 and the dialect's body", other, refused, retryable)
@@ -163,89 +156,18 @@ func TestBodiesHeldAtOnce(t *testing.T) {
 	}
 }
 
-// heldBody is an upload that sends all but the last byte of the largest
-// body and waits.
-type heldBody struct {
-	conn net.Conn
-	mu   sync.Mutex
-	raw  []byte
-	done chan struct{} // the server answered or closed
-	at   time.Time     // when it did
-	once sync.Once
-}
-
-func holdBody(t *testing.T, host, key string) *heldBody {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
-	if err != nil {
-		t.Errorf("dial: %v", err) // not Fatal: this runs on a goroutine of its own
-		return nil
-	}
-	_ = conn.SetDeadline(time.Now().Add(3 * time.Minute))
-	h := &heldBody{conn: conn, done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		// A refusal may reach us as the answer and then a reset: what was
-		// read counts.
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			h.mu.Lock()
-			h.raw = append(h.raw, buf[:n]...)
-			if n > 0 {
-				h.at = time.Now()
-			}
-			h.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	head := fmt.Sprintf("POST /k/%s/v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer sk-edge\r\nContent-Length: %d\r\n\r\n",
-		key, host, heldMax)
-	if _, err := io.WriteString(conn, head); err != nil {
-		return h
-	}
-	piece := bytes.Repeat([]byte("x"), heldPiece)
-	for left := heldMax - 1; left > 0; left -= len(piece) {
-		if _, err := conn.Write(piece[:min(len(piece), left)]); err != nil {
-			return h // refused and closed
-		}
-	}
-	return h
-}
-
-// answer is what the server sent before it closed, if it did.
-func (h *heldBody) answer() (answer, bool) {
-	select {
-	case <-h.done:
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return answer{raw: h.raw, closed: true}, true
-	default:
-		return answer{}, false
-	}
-}
-
-func (h *heldBody) hangUp() { h.once.Do(func() { h.conn.Close() }) }
-
-// waitQuiet waits until at least want held uploads were answered and none
+// waitQuiet waits until at least want attackers were answered and none
 // more for quiet (or limit passed: a loaded server may read some late),
 // and says when, from start, the last was.
-func waitQuiet(hs []*heldBody, want int, start time.Time, quiet, limit time.Duration) time.Duration {
+func waitQuiet(cs []*attackConn, want int, start time.Time, quiet, limit time.Duration) time.Duration {
 	for time.Since(start) < limit {
 		last, answered := start, 0
-		for _, h := range hs {
-			if h == nil {
-				continue
-			}
-			if _, ok := h.answer(); ok {
+		for _, c := range cs {
+			if c.closedYet() {
 				answered++
-				h.mu.Lock()
-				if h.at.After(last) {
-					last = h.at
+				if at := c.opened.Add(c.result().life); at.After(last) {
+					last = at
 				}
-				h.mu.Unlock()
 			}
 		}
 		if answered >= want && time.Since(last) >= quiet {
@@ -269,22 +191,12 @@ func retried(send func() answer) (answer, int) {
 	}
 }
 
-// retryAfter is the Retry-After header of a raw response.
-func retryAfter(raw []byte) string {
-	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
-	if err != nil {
-		return ""
-	}
-	resp.Body.Close()
-	return resp.Header.Get("Retry-After")
-}
-
 // statusList is " (503 x2, 400 x1)", or nothing for no answers.
 func statusList(m map[string]int) string {
 	if len(m) == 0 {
 		return ""
 	}
-	return " (" + targetLine(map[string]map[string]int{"": m})[2:] + ")"
+	return " (" + statusCounts(m) + ")"
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
