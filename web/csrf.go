@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -50,6 +51,9 @@ func (c *Console) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			got := ec.Request().Header.Get(csrfHeaderName)
 			if got == "" {
+				if err := parseForm(ec.Request()); err != nil {
+					return c.formUnread(ec, err)
+				}
 				got = ec.FormValue(csrfFormField)
 			}
 			if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
@@ -64,4 +68,46 @@ func (c *Console) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 func csrfOf(ec echo.Context) string {
 	t, _ := ec.Get(ctxCSRF).(string)
 	return t
+}
+
+// formMemory is what a multipart form keeps in memory before spilling to
+// temporary files: net/http's default, which echo's FormValue and FormFile
+// use, so parsing here changes nothing for the handlers after it.
+const formMemory = 32 << 20
+
+// parseForm reads the request's form, as FormValue would, but keeps the
+// error FormValue drops: a body the server stopped reading is not a form
+// without a token.
+func parseForm(r *http.Request) error {
+	// ParseMultipartForm answers ErrNotMultipart for an urlencoded form
+	// whatever reading it did, so that form is parsed first, on its own.
+	if err := r.ParseForm(); err != nil {
+		return err
+	}
+	if err := r.ParseMultipartForm(formMemory); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		return err
+	}
+	return nil
+}
+
+// formUnread answers a form whose body could not be read. Reported as an
+// expired form (as it was), a form refused because the process was taking
+// in too many bodies at once had the user reload and resend into the same
+// refusal, with no word that waiting a moment would do. The body's reader
+// says which refusal it was (app's body deadline and budget carry the
+// status); the connection is closed, the body being unread.
+func (c *Console) formUnread(ec echo.Context, err error) error {
+	ec.Response().Header().Set("Connection", "close")
+	var mbe *http.MaxBytesError
+	var st interface{ StatusCode() int }
+	switch {
+	case errors.As(err, &mbe):
+		return c.fail(ec, http.StatusRequestEntityTooLarge, "This form is larger than the console takes.")
+	case errors.As(err, &st) && st.StatusCode() == http.StatusServiceUnavailable:
+		ec.Response().Header().Set("Retry-After", "1")
+		return c.fail(ec, http.StatusServiceUnavailable, "The server is busy taking in other requests. Wait a moment and send the form again.")
+	case errors.As(err, &st) && st.StatusCode() == http.StatusRequestTimeout:
+		return c.fail(ec, http.StatusRequestTimeout, "The form took too long to arrive. Send it again.")
+	}
+	return c.fail(ec, http.StatusBadRequest, "The form could not be read. Send it again.")
 }

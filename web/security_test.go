@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/labstack/echo/v4"
 
 	"github.com/perpetuity/perpetuity/web"
 	"github.com/perpetuity/perpetuity/web/webtest"
@@ -205,7 +207,112 @@ func TestUploadLimitNeedsASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := anon.Do(http.MethodPost, "/console/dictionaries", &body, http.Header{"Content-Type": {mw.FormDataContentType()}})
-	if p.Status != http.StatusForbidden || !strings.Contains(p.Body, "expired") {
+	if p.Status != http.StatusRequestEntityTooLarge || !strings.Contains(p.Body, "larger than the console takes") {
 		t.Fatalf("status %d: the whole body was read for a session that does not exist\n%s", p.Status, p.Body)
+	}
+}
+
+// readRefused is a body the server stopped reading, as app's body
+// deadline and budget refuse one: its error carries the status.
+type readRefused struct{ status int }
+
+func (e readRefused) Error() string   { return "refused" }
+func (e readRefused) StatusCode() int { return e.status }
+
+type failingBody struct {
+	read io.Reader
+	err  error
+}
+
+func (b *failingBody) Read(p []byte) (int, error) {
+	n, err := b.read.Read(p)
+	if err == io.EOF {
+		return n, b.err
+	}
+	return n, err
+}
+
+func (b *failingBody) Close() error { return nil }
+
+// TestFormUnreadSaysWhy: a console form whose body the server stopped
+// reading (too slow, the process's body budget spent, the client gone)
+// gets a page saying so with its status, not "this form has expired": a
+// user told that reloads and resends into the same refusal. Urlencoded
+// and multipart forms alike; the form's token is valid throughout.
+func TestFormUnreadSaysWhy(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, webtest.Options{})
+	// The test's requests name the error their body ends with; the body
+	// is cut before its last byte, where the token is, as a refusal
+	// would cut it.
+	srv.Echo.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(ec echo.Context) error {
+			r := ec.Request()
+			var err error
+			switch r.Header.Get("X-Test-Body") {
+			case "budget":
+				err = readRefused{http.StatusServiceUnavailable}
+			case "timeout":
+				err = readRefused{http.StatusRequestTimeout}
+			case "reset":
+				err = io.ErrUnexpectedEOF
+			default:
+				return next(ec)
+			}
+			b, rerr := io.ReadAll(r.Body)
+			if rerr != nil {
+				return rerr
+			}
+			r.Body = &failingBody{read: bytes.NewReader(b[:len(b)-1]), err: err}
+			return next(ec)
+		}
+	})
+	cl := srv.NewClient(t)
+	cl.Get("/signin")
+	if cl.CSRF == "" {
+		t.Fatal("no CSRF token before sign-in")
+	}
+	form := url.Values{"email": {"a@example.com"}, "password": {"not this one"}, "_csrf": {cl.CSRF}}.Encode()
+	var multi bytes.Buffer
+	mw := multipart.NewWriter(&multi)
+	for k, v := range map[string]string{"email": "a@example.com", "password": "not this one", "_csrf": cl.CSRF} {
+		if err := mw.WriteField(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		body, contentType, payload string
+		status                     int
+		says, retryAfter           string
+	}{
+		{"budget", "application/x-www-form-urlencoded", form, http.StatusServiceUnavailable, "busy", "1"},
+		{"budget", mw.FormDataContentType(), multi.String(), http.StatusServiceUnavailable, "busy", "1"},
+		{"timeout", "application/x-www-form-urlencoded", form, http.StatusRequestTimeout, "too long", ""},
+		{"timeout", mw.FormDataContentType(), multi.String(), http.StatusRequestTimeout, "too long", ""},
+		{"reset", "application/x-www-form-urlencoded", form, http.StatusBadRequest, "could not be read", ""},
+		// The same form read whole: the token is good, the sign-in fails.
+		{"whole", "application/x-www-form-urlencoded", form, http.StatusOK, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.body+" "+strings.Split(c.contentType, ";")[0], func(t *testing.T) {
+			p := cl.Do(http.MethodPost, "/signin", strings.NewReader(c.payload),
+				http.Header{"Content-Type": {c.contentType}, "X-Test-Body": {c.body}})
+			if strings.Contains(p.Body, "expired") {
+				t.Fatalf("status %d: a form the server stopped reading called expired\n%s", p.Status, p.Body)
+			}
+			if c.body == "whole" {
+				if p.Status == http.StatusForbidden || p.Status >= 500 {
+					t.Fatalf("status %d for a form read whole\n%s", p.Status, p.Body)
+				}
+				return
+			}
+			if p.Status != c.status || !strings.Contains(p.Body, c.says) || p.Header.Get("Retry-After") != c.retryAfter {
+				t.Fatalf("status %d, Retry-After %q; want %d saying %q, Retry-After %q\n%s",
+					p.Status, p.Header.Get("Retry-After"), c.status, c.says, c.retryAfter, p.Body)
+			}
+		})
 	}
 }
