@@ -85,7 +85,7 @@ func (messagesLoop) merge(bodies [][]byte) ([]byte, error) {
 	}
 	var usage json.RawMessage
 	var text string
-	var content []json.RawMessage
+	content := []json.RawMessage{} // an array even when nothing is left: the API never sends null
 	harness := false
 	for i, body := range bodies {
 		o, err := jsonx.ParseObject(body)
