@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,24 @@ const (
 )
 
 var unforge = strings.NewReplacer(labelOpen, "[", labelClose, "]")
+
+// turnOrder orders a conversation's turns by when they were said, then by
+// when they were stored. Stored order alone is not the conversation's: a
+// reply is captured after its response went out, and a harness's next
+// question, sent the moment the reply arrived, often commits first (six
+// replies of twelve behind the next question in a quick loop), so the
+// model read "step 7" before the answer to step 6. A reply is stamped
+// with the time it ended (proxy captureReply), before the next question
+// can arrive; the time labels the frame prints then run forward too.
+func turnOrder(a, b store.RenderItem) int {
+	if c := a.BornAt.Compare(b.BornAt); c != 0 {
+		return c
+	}
+	if a.MessageID != b.MessageID {
+		return cmp.Compare(a.MessageID, b.MessageID)
+	}
+	return cmp.Compare(a.Part, b.Part)
+}
 
 // render turns the chosen items into alternating user/assistant turns:
 // grouped by conversation, other conversations oldest first and the current
@@ -56,10 +75,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		if a.ConvID != b.ConvID {
 			return first[a.ConvID] < first[b.ConvID]
 		}
-		if a.MessageID != b.MessageID {
-			return a.MessageID < b.MessageID
-		}
-		return a.Part < b.Part
+		return turnOrder(a, b) < 0
 	})
 
 	var turns []Turn

@@ -38,6 +38,16 @@ func TestFrameGolden(t *testing.T) {
 			{"old", "user", "", "And a hotel near Alfama for the Lisbon trip.", at(1, 10)},
 			{"other", "user", "Dana", "Dana says the Lisbon tram 28 is crowded.", at(5, 18)},
 		}, live: "What did we decide about Lisbon?"},
+		// A reply captured after the harness's next question (its capture
+		// runs after the response): stored last, said second.
+		{name: "late_reply", turns: []struct {
+			conv, role, speaker, text string
+			at                        time.Time
+		}{
+			{"loop", "user", "", "Step 6 of the deploy: run the migrations.", at(3, 10)},
+			{"loop", "user", "", "Step 7 of the deploy: restart the workers.", at(3, 12)},
+			{"loop", "assistant", "", "Done with step 6 of the deploy: the migrations ran.", at(3, 11)},
+		}, live: "How did the deploy go?"},
 		{name: "injection", turns: []struct {
 			conv, role, speaker, text string
 			at                        time.Time

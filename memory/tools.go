@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -426,12 +427,7 @@ func hitIDs(hits []arena.Hit) []int64 {
 }
 
 func sortChrono(items []store.RenderItem) {
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].MessageID != items[j].MessageID {
-			return items[i].MessageID < items[j].MessageID
-		}
-		return items[i].Part < items[j].Part
-	})
+	slices.SortFunc(items, turnOrder)
 }
 
 func dateRange(from, to string) (lo, hi time.Time, msg string) {

@@ -138,6 +138,11 @@ func TestCrossDialect(t *testing.T) {
 			if len(recs) != 1 || recs[0].Provider != c.provider || recs[0].Status != 200 || recs[0].TokensIn == 0 || recs[0].TokensOut == 0 {
 				t.Fatalf("request records %+v", recs)
 			}
+			// The reply is said when it ended, not when its capture ran
+			// (after the response, possibly after the next question).
+			if wantStored == 2 && !stored[1].At.Equal(recs[0].At) {
+				t.Fatalf("reply stamped %v, the request ended %v", stored[1].At, recs[0].At)
+			}
 		})
 	}
 }

@@ -216,7 +216,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		handedOff = true
 		go func() {
 			defer p.after.Done()
-			p.guarded("reply capture", func() { p.captureReply(t, reply) }, "request_id", t.rid)
+			p.guarded("reply capture", func() { p.captureReply(t, reply, ended) }, "request_id", t.rid)
 			p.guarded("request record", func() { p.record(t, reply, status, ended) }, "request_id", t.rid)
 		}()
 		return err
@@ -404,7 +404,11 @@ type reply struct {
 	usage       usage
 }
 
-func (p *Proxy) captureReply(t *turn, r reply) {
+// captureReply stores the reply as said when it ended: its capture runs
+// after the response, often after the harness's next question was
+// stored, and frames order a conversation's turns by that time
+// (memory/render.go turnOrder).
+func (p *Proxy) captureReply(t *turn, r reply, ended time.Time) {
 	if !t.sw.capture || t.sw.probe || strings.TrimSpace(r.text) == "" {
 		return
 	}
@@ -412,7 +416,7 @@ func (p *Proxy) captureReply(t *turn, r reply) {
 	defer cancel()
 	_, err := p.mem.Capture(ctx, memory.Message{
 		Who: t.who, Role: "assistant", Text: storableReply(r.text), Position: len(t.in.messages),
-		Interrupted: r.interrupted, At: time.Now(), Sources: t.shown(),
+		Interrupted: r.interrupted, At: ended, Sources: t.shown(),
 	})
 	if err != nil {
 		p.log.Error("capture reply failed", "request_id", t.rid, "tenant", t.who.TenantID, "err", err)

@@ -59,7 +59,7 @@ LIMIT $5`
 
 const browseConversationSQL = browseColumns + `
 WHERE i.tenant_id = $1 AND i.conversation_id = $2
-ORDER BY i.message_id, i.part`
+ORDER BY i.born_at, i.message_id, i.part`
 
 const browseConversationExistsSQL = `SELECT EXISTS (SELECT 1 FROM conversations WHERE tenant_id = $1 AND id = $2)`
 
