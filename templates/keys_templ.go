@@ -283,7 +283,7 @@ func keyRow(p Page, k KeyRow) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		} else if p.ManagesKeys() {
+		} else if managesKey(p, k) {
 			if k.Rotatable {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "<a href=\"")
 				if templ_7745c5c3_Err != nil {
@@ -743,6 +743,12 @@ func anySelected(os []Option) bool {
 		}
 	}
 	return false
+}
+
+// managesKey says the page's account may rotate and revoke k: a member
+// manages pinned keys only, a tenant-wide key being the admins'.
+func managesKey(p Page, k KeyRow) bool {
+	return p.ManagesKeys() && (p.IsAdmin() || k.Scope != "tenant-wide")
 }
 
 // scopeHint explains a key's scope on hover.

@@ -263,10 +263,19 @@ func (c *Console) newKey(ec echo.Context, s *session) error {
 
 func (c *Console) revokeKey(ec echo.Context, s *session) error {
 	ctx := ec.Request().Context()
-	id, err := strconv.ParseInt(ec.Param("id"), 10, 64)
+	k, ok, err := c.keyParam(ec, s)
 	if err != nil {
+		return c.internal(ec, err)
+	}
+	if !ok {
 		return c.notFound(ec)
 	}
+	// Tenant-wide keys are the admins' to make, rotate and end: a member
+	// revoking one stopped every agent the team runs on it.
+	if k.Scope == store.ScopeTenant.Label() && !s.admin() {
+		return c.fail(ec, http.StatusForbidden, "Only an admin can revoke a tenant-wide key.")
+	}
+	id := k.ID
 	if err := c.db.RevokeKey(ctx, s.TenantID, id); err != nil {
 		return c.internal(ec, err)
 	}

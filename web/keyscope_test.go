@@ -97,6 +97,23 @@ func TestKeysPageScopes(t *testing.T) {
 	if p := member.Post("/console/keys/"+itoa(harness)+"/rotate", url.Values{"grace": {"1h"}, "confirm": {"yes"}}); p.Status != http.StatusForbidden {
 		t.Errorf("a member rotating a tenant-wide key: %d, want 403", p.Status)
 	}
+	page = member.Get("/console/keys")
+	if p := member.Post("/console/keys/"+itoa(harness)+"/revoke", nil); p.Status != http.StatusForbidden {
+		t.Errorf("a member revoking a tenant-wide key: %d, want 403", p.Status)
+	}
+	var live bool
+	if err := srv.Owner.QueryRow(ctx, `SELECT revoked_at IS NULL FROM api_keys WHERE id = $1`, harness).Scan(&live); err != nil || !live {
+		t.Errorf("the tenant-wide key after a member's refused revoke: live %v (%v)", live, err)
+	}
+	row := page.Doc.Find("#key-" + itoa(harness))
+	if row.Length() != 1 || row.Find(`[data-testid="key-revoke"], [data-testid="key-rotate"]`).Length() != 0 {
+		t.Errorf("a member's keys page offers to revoke or rotate the tenant-wide key (row found %d)", row.Length())
+	}
+	if pinned := page.Doc.Find(`[data-testid="key-row"]`).FilterFunction(func(_ int, r *goquery.Selection) bool {
+		return strings.TrimSpace(r.Find(`[data-testid="key-scope"]`).Text()) == "pinned"
+	}); pinned.Length() == 0 || pinned.Find(`[data-testid="key-revoke"]`).Length() != pinned.Length() {
+		t.Errorf("a member's keys page: %d pinned rows, %d with a revoke button", pinned.Length(), pinned.Find(`[data-testid="key-revoke"]`).Length())
+	}
 	if after := tm.admin.Get("/console/keys").TestID("key-row").Length(); after != before {
 		t.Errorf("refused creations changed the key count from %d to %d", before, after)
 	}
