@@ -78,13 +78,19 @@ type ToolState struct {
 	// the engine's.
 	Ceiling int
 	scans   int // memory_search and memory_count calls run this turn
+	reads   int // memory_reopen and memory_chain calls run this turn
 }
 
 // MaxToolScans bounds the calls one turn runs of the tools that scan the
 // arena (memory_search, memory_count), across its rounds: a reply may ask
-// for any number of calls at once. Calls beyond it get an error text. The
-// other tools read a bounded number of stored turns each.
+// for any number of calls at once. Calls beyond it get an error text.
 const MaxToolScans = 16
+
+// MaxToolReads bounds the turn's memory_reopen and memory_chain calls the
+// same way. Each reads a bounded number of stored turns, but nothing bounded
+// how many a reply asked for: one reply of 5000 memory_chain calls took
+// 11.8 s and some 15,000 queries.
+const MaxToolReads = 32
 
 // NewToolState starts a turn's tool state from its frame.
 func NewToolState(q FrameQuery, f Frame) *ToolState {
@@ -115,6 +121,11 @@ func (e *Engine) RunTool(ctx context.Context, st *ToolState, name string, args j
 	if name == ToolSearch || name == ToolCount {
 		if st.scans++; st.scans > MaxToolScans {
 			return fmt.Sprintf("error: at most %d memory_search and memory_count calls per turn; answer with what you have", MaxToolScans), nil
+		}
+	}
+	if name == ToolReopen || name == ToolChain {
+		if st.reads++; st.reads > MaxToolReads {
+			return fmt.Sprintf("error: at most %d memory_reopen and memory_chain calls per turn; answer with what you have", MaxToolReads), nil
 		}
 	}
 	if len(args) > 0 && string(args) != "null" {

@@ -166,7 +166,8 @@ func TestToolsOffLeavesNoTrace(t *testing.T) {
 }
 
 // The model decides how many tool calls a reply makes and what their
-// queries hold: a turn runs at most MaxToolScans scanning calls, and a
+// queries hold: a turn runs at most MaxToolScans scanning calls and
+// MaxToolReads reading ones, and a
 // query of any length is read as the frame reads a question (bounded),
 // still finding its words.
 func TestToolCallsBounded(t *testing.T) {
@@ -190,6 +191,21 @@ func TestToolCallsBounded(t *testing.T) {
 		}
 		if i == 1 && len(ids(res)) != 1 {
 			t.Fatalf("a wide query found nothing of its first and last words: %q", res)
+		}
+	}
+	// The reading tools have their own bound, so the scans spent above
+	// take none of it.
+	for i := 1; i <= memory.MaxToolReads+2; i++ {
+		tool, args := memory.ToolReopen, json.RawMessage(`{}`)
+		if i%2 == 0 {
+			tool, args = memory.ToolChain, json.RawMessage(`{"item":1,"direction":"after"}`)
+		}
+		res, err := f.eng.RunTool(ctx, st, tool, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if over := strings.HasPrefix(res, "error: at most"); over != (i > memory.MaxToolReads) {
+			t.Fatalf("reading call %d of a turn: %q", i, res)
 		}
 	}
 }
