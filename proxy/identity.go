@@ -147,6 +147,16 @@ func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title st
 		// its requests carry only the new items, so no first message to hash.
 		return "s:" + in.session, title, hs, nil
 	}
+	if plainText(in.prevResponse, maxNameLen) {
+		// A request continuing a stored response sends only its new
+		// items, so its first message is this turn's: hashed, every
+		// session's "yes" was one conversation, and the second "yes" of
+		// it, at the same position, a retry that stored nothing. The
+		// reply it continues names it instead: a retry of the request
+		// continues the same reply (and is still found as one), a new
+		// turn another.
+		return "r:" + in.prevResponse, title, hs, nil
+	}
 	s := sha256.New()
 	s.Write([]byte(strconv.FormatInt(who.UserID, 10)))
 	s.Write([]byte{0})

@@ -34,6 +34,9 @@ type inbound struct {
 	// cacheKey is the Responses prompt_cache_key, which Codex CLI sets to
 	// its thread id (session.go).
 	cacheKey string
+	// prevResponse is the Responses previous_response_id: the provider's
+	// id of the reply this request continues (identity.go).
+	prevResponse string
 	// stateful: the provider holds the history (Responses
 	// previous_response_id or conversation), so there is none to replace.
 	stateful bool

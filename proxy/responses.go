@@ -50,6 +50,7 @@ func parseResponsesInput(in *inbound, skim bool) (*inbound, error) {
 	}
 	if raw, ok := in.fields["previous_response_id"]; ok && !jsonx.IsNull(raw) {
 		in.stateful = true
+		_ = json.Unmarshal(raw, &in.prevResponse)
 	}
 	raw, ok := in.fields["input"]
 	switch {

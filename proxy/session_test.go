@@ -166,6 +166,15 @@ func TestHarnessSessionBinding(t *testing.T) {
 		{"a harness session comes before the Responses conversation", func(t *testing.T) []req {
 			return []req{{"/v1/responses", `{"model":"gpt-5.1-codex","conversation":"conv_68ab","input":"hello"}`, codexHeaders(s1)}}
 		}, []string{"x:" + s1}},
+		{"a Responses request continuing a reply is that reply's", func(t *testing.T) []req {
+			// Two chains saying "yes" once each, and one of them again
+			// (a retry): three requests, two conversations.
+			return []req{
+				{"/v1/responses", `{"model":"gpt-4.1","previous_response_id":"resp_a1","input":[{"role":"user","content":"yes"}]}`, []string{"Authorization: Bearer sk-proj-k"}},
+				{"/v1/responses", `{"model":"gpt-4.1","previous_response_id":"resp_b7","input":[{"role":"user","content":"yes"}]}`, []string{"Authorization: Bearer sk-proj-k"}},
+				{"/v1/responses", `{"model":"gpt-4.1","previous_response_id":"resp_a1","input":[{"role":"user","content":"yes"}]}`, []string{"Authorization: Bearer sk-proj-k"}},
+			}
+		}, []string{"r:resp_a1", "r:resp_b7"}},
 		{"a prompt_cache_key that is not a session id is not one", func(t *testing.T) []req {
 			return []req{
 				{"/v1/responses", `{"model":"gpt-4.1","prompt_cache_key":"support-bot-v2","input":"where is my parcel?"}`, []string{"Authorization: Bearer sk-proj-k"}},
