@@ -184,7 +184,7 @@ func (m *fakeMemory) Frame(ctx context.Context, q memory.FrameQuery) (memory.Fra
 			turns = append(turns, memory.Turn{Role: msg.Role, Text: msg.Text})
 		}
 	}
-	if !q.LiveStored {
+	if !q.LiveStored && q.Live != "" { // as the engine's render: no text, no turn
 		turns = append(turns, memory.Turn{Role: "user", Text: q.Live})
 	}
 	return memory.Frame{Turns: turns, Items: len(turns), Tokens: 10 * len(turns)}, nil

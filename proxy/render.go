@@ -47,6 +47,7 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 	for _, m := range harnessInstructions(in) {
 		add(m)
 	}
+	endsWithUser := len(f.Turns) > 0 && f.Turns[len(f.Turns)-1].Role == "user"
 	for i, t := range f.Turns {
 		m := frameMessage{Role: t.Role, Content: t.Text}
 		if i == len(f.Turns)-1 && t.Role == "user" && live.nonText {
@@ -57,6 +58,18 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 			return nil, err
 		}
 		add(b)
+	}
+	// A live message with no text of its own (an image, audio alone) is
+	// stored as no turn (there is nothing to store), so the frame does not
+	// close with it: it is empty on a first turn and ends with an earlier
+	// turn, most often a quoted reply, later on. The message goes on as
+	// sent after the frame; without it the provider got no messages at all,
+	// or the frame alone (Anthropic then continued the quoted reply), and
+	// the image never reached it. A frame ending with a user turn has its
+	// parts already (above): a second user message would break Anthropic's
+	// alternation.
+	if !endsWithUser && strings.TrimSpace(live.text) == "" {
+		add(live.raw)
 	}
 	for _, m := range in.messages[in.live+1:] {
 		add(m.raw)
