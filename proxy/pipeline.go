@@ -157,7 +157,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 			}
 		}
 		if t.in.live >= 0 {
-			t.liveText = t.in.messages[t.in.live].text
+			t.liveText = t.in.question
 		}
 
 		var q memory.FrameQuery

@@ -50,8 +50,8 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 	endsWithUser := len(f.Turns) > 0 && f.Turns[len(f.Turns)-1].Role == "user"
 	for i, t := range f.Turns {
 		m := frameMessage{Role: t.Role, Content: t.Text}
-		if i == len(f.Turns)-1 && t.Role == "user" && live.nonText {
-			m.Content = withNonTextParts(in.dialect, t.Text, live.raw)
+		if i == len(f.Turns)-1 && t.Role == "user" && (live.nonText || in.liveScaffold) {
+			m.Content = liveParts(in.dialect, t.Text, live.raw, in.liveScaffold)
 		}
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -127,9 +127,11 @@ type frameMessage struct {
 	Content any    `json:"content"`
 }
 
-// withNonTextParts keeps a live message's images and other non-text parts
-// beside the frame's rendering of its text.
-func withNonTextParts(d dialect.Dialect, text string, liveRaw json.RawMessage) []json.RawMessage {
+// liveParts keeps a live message's images and other non-text parts
+// beside the frame's rendering of its text, and with scaffold the
+// harness's scaffolding parts memory left out of the question
+// (question.go), as sent, ahead of it.
+func liveParts(d dialect.Dialect, text string, liveRaw json.RawMessage, scaffold bool) []json.RawMessage {
 	var m struct {
 		Content []json.RawMessage `json:"content"`
 	}
@@ -138,8 +140,16 @@ func withNonTextParts(d dialect.Dialect, text string, liveRaw json.RawMessage) [
 	if d == dialect.OpenAIResponses {
 		textType = "input_text"
 	}
+	var parts []json.RawMessage
+	if scaffold {
+		for _, p := range m.Content {
+			if scaffoldPart(p) {
+				parts = append(parts, p)
+			}
+		}
+	}
 	first, _ := json.Marshal(map[string]string{"type": textType, "text": text})
-	parts := []json.RawMessage{first}
+	parts = append(parts, first)
 	for _, p := range m.Content {
 		var cp contentPart
 		if json.Unmarshal(p, &cp) == nil && !isTextPart(cp.Type) {
@@ -195,13 +205,7 @@ func scaffoldingParts(raw json.RawMessage) json.RawMessage {
 	}
 	var keep []json.RawMessage
 	for _, p := range parts {
-		var cp struct {
-			Type         string          `json:"type"`
-			Text         string          `json:"text"`
-			CacheControl json.RawMessage `json:"cache_control"`
-		}
-		if json.Unmarshal(p, &cp) == nil && isTextPart(cp.Type) && cp.CacheControl == nil &&
-			strings.TrimSpace(cp.Text) != "" && text.Content(cp.Text) == "" {
+		if scaffoldPart(p) {
 			keep = append(keep, p)
 		}
 	}

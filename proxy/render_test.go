@@ -68,8 +68,10 @@ func TestRenderKeepsLeadingScaffolding(t *testing.T) {
 			[]string{"developer <permissions instructions>", "user # AGENTS.md instructions", "user 【memory】", "assistant Fixed.", "user now run the linter"}},
 		{"claude code: the first turn's reminder goes on", claudeCodeBody(t, "s", "fix the failing test", "Fixed.", "now run the linter"), dialect.AnthropicMessages,
 			[]string{"user <system-reminder>\nAs you answer the user's questions", "user 【memory】", "assistant Fixed.", "user now run the linter"}},
+		// The question is stored without its reminder (question.go), which
+		// goes on with the live message, ahead of its rendering.
 		{"claude code: the first turn is the question", claudeCodeBody(t, "s", "fix the failing test"), dialect.AnthropicMessages,
-			[]string{"user 【memory】", "assistant Fixed.", "user now run the linter"}},
+			[]string{"user 【memory】", "assistant Fixed.", "user <system-reminder>\nAs you answer the user's questions"}},
 		{"a first turn of plain text", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"<system-reminder>x</system-reminder> fix it"},` +
 			`{"role":"assistant","content":"Fixed."},{"role":"user","content":"now run the linter"}]}`, dialect.AnthropicMessages,
 			[]string{"user 【memory】", "assistant Fixed.", "user now run the linter"}},

@@ -37,6 +37,11 @@ type inbound struct {
 	// prevResponse is the Responses previous_response_id: the provider's
 	// id of the reply this request continues (identity.go).
 	prevResponse string
+	// question is the live message's text as memory stores it, without
+	// a harness's scaffolding parts (liveScaffold: it had some), which
+	// still go to the provider with it (question.go).
+	question     string
+	liveScaffold bool
 	// stateful: the provider holds the history (Responses
 	// previous_response_id or conversation), so there is none to replace.
 	stateful bool
@@ -182,6 +187,13 @@ func decodeMessages(d dialect.Dialect, rawMsgs json.RawMessage) ([]inMessage, er
 // question, it dropped the exchange before it and asked memory nothing.
 // With no text anywhere, the last user message is the question.
 func (in *inbound) findLive() {
+	in.pickLive()
+	if in.live >= 0 {
+		in.question, in.liveScaffold = questionOf(in.messages[in.live])
+	}
+}
+
+func (in *inbound) pickLive() {
 	in.live = -1
 	for i := len(in.messages) - 1; i >= 0; i-- {
 		m := in.messages[i]
