@@ -43,11 +43,7 @@ func ChunkCounted(s string, maxTokens int, c *Counter) (chunks []string, counts 
 	}
 	ch := chunker{s: s, max: maxTokens, c: c, spans: blockSpans(s)}
 	ch.pack(0, len(s), levelScaffold)
-	counts = make([]int, len(ch.out))
-	for i, p := range ch.out {
-		counts[i] = c.Count(p)
-	}
-	return ch.out, counts
+	return ch.out, ch.counts
 }
 
 // Split levels, coarsest first.
@@ -65,6 +61,9 @@ type chunker struct {
 	max int
 	c   *Counter
 	out []string
+	// counts are the token counts of out: each was taken to decide the
+	// chunk fits, and counting it again doubled the work of a long message.
+	counts []int
 	// spans are the scaffolding blocks of s, cut around at levelScaffold.
 	spans []span
 }
@@ -120,8 +119,8 @@ func (ch *chunker) pack(from, to, level int) {
 // pack was wrong, which needs counts that are not additive) re-packs it with
 // every step counted exactly.
 func (ch *chunker) emit(from, to, level int) {
-	if ch.c.Count(ch.s[from:to]) <= ch.max {
-		ch.out = append(ch.out, ch.s[from:to])
+	if n := ch.c.Count(ch.s[from:to]); n <= ch.max {
+		ch.add(from, to, n)
 		return
 	}
 	start := from
@@ -137,11 +136,17 @@ func (ch *chunker) emit(from, to, level int) {
 }
 
 func (ch *chunker) appendFitting(from, to, level int) {
-	if ch.c.Count(ch.s[from:to]) <= ch.max {
-		ch.out = append(ch.out, ch.s[from:to])
+	if n := ch.c.Count(ch.s[from:to]); n <= ch.max {
+		ch.add(from, to, n)
 		return
 	}
 	ch.pack(from, to, level+1)
+}
+
+// add appends the chunk s[from:to], whose count is n.
+func (ch *chunker) add(from, to, n int) {
+	ch.out = append(ch.out, ch.s[from:to])
+	ch.counts = append(ch.counts, n)
 }
 
 // hardSplit cuts s[from:to] at rune boundaries into prefixes that fit.
@@ -149,15 +154,20 @@ func (ch *chunker) appendFitting(from, to, level int) {
 // guessing by proportion of tokens (counts are nearly linear in length
 // inside one run of text) and falling back to bisection; it stops once the
 // prefix is within 1/16 of the budget, so a chunk costs a handful of counts
-// of its own size, never counts of the whole remainder.
+// of its own size, never counts of the whole remainder. The first guess is
+// the length the previous chunk's density gives: a run long enough to need
+// this is usually uniform (a blob, a word of megabytes), and the guess then
+// fits at once instead of after two or three counts.
 func (ch *chunker) hardSplit(from, to int) {
+	span := 4 * ch.max
 	for from < to {
 		lo, hi := from, to+1 // s[from:lo] fits (or is empty); s[from:hi] does not (hi > to: none known)
-		g := runeStartAtOrAfter(ch.s, from+4*ch.max, to)
+		loN := 0             // Count(s[from:lo])
+		g := runeStartAtOrAfter(ch.s, from+span, to)
 		for {
 			n := ch.c.Count(ch.s[from:g])
 			if n <= ch.max {
-				lo = g
+				lo, loN = g, n
 				if g == to || n >= ch.max-ch.max/16 {
 					break
 				}
@@ -178,8 +188,11 @@ func (ch *chunker) hardSplit(from, to int) {
 		}
 		if lo == from {
 			lo = runeEnd(ch.s, from) // one rune alone exceeds the budget
+			loN = ch.c.Count(ch.s[from:lo])
 		}
-		ch.out = append(ch.out, ch.s[from:lo])
+		ch.add(from, lo, loN)
+		// Aim at the middle of the accepted band, [max-max/16, max].
+		span = max(1, int(int64(lo-from)*int64(ch.max-ch.max/32)/int64(max(loN, 1))))
 		from = lo
 	}
 }

@@ -25,6 +25,7 @@ func TestChunk(t *testing.T) {
 		{name: "words", in: "word another yet more words without any punctuation whatsoever here", max: 4},
 		{name: "hard", in: strings.Repeat("x", 3000), max: 50},
 		{name: "hard unicode", in: strings.Repeat("日本語😀", 300), max: 7},
+		{name: "hard long word", in: randomText(lowerLetters, 40_000, 5), max: 512},
 		{name: "max below one", in: "abc def", max: 0},
 		{name: "emoji exceeding budget", in: "😀😀😀", max: 1, wantCount: 3},
 		{name: "scaffold kept whole", in: "Fix the bug please.\n<system-reminder>\nThe user has opened foo.go. This may or may not matter.\n</system-reminder>\nThen run tests.", max: 30, wantCount: 2, wantFirst: "Fix the bug please.\n<system-reminder>\nThe user has opened foo.go. This may or may not matter.\n</system-reminder>\n"},

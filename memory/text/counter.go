@@ -24,7 +24,9 @@ const Encoding = "o200k_base"
 // (the same ranks, from the same embedded file) but pre-tokenizes with a
 // hand-written scanner equivalent to the o200k_base pattern and counts merges
 // without building token slices. A differential test and fuzz target hold it
-// to tiktoken-go's EncodeOrdinary.
+// to tiktoken-go's EncodeOrdinary, exactly except on pieces (runs without a
+// space or punctuation) of more than 2 KiB, which it counts in windows and
+// at most a token per KiB over (bpe.go, longPiece).
 type Counter struct {
 	ranks  *rankTable
 	pieces *pieceCache // counts of multi-token pieces, filled as they are met
@@ -101,7 +103,7 @@ func (c *Counter) pieceTokens(piece string) int {
 			return 1
 		}
 		if len(piece) > shortPiece {
-			return c.mergeLong(piece) // rare, and not worth keeping
+			return c.countLong(piece) // rare, and not worth keeping
 		}
 		k, h = c.pieces.longKey(piece)
 	}
