@@ -17,18 +17,40 @@ import (
 // as it stores none of a harness's scaffolding-only messages; the parts
 // still go to the provider with the live message (liveParts).
 
-// scaffoldPart is a text part that is only a harness's scaffolding
-// (memory/text.Content finds nothing of the user's in it) and carries no
-// cache breakpoint (which would count against the provider's limit where
-// it is sent again).
+// scaffoldText is a text part that is only a harness's scaffolding
+// (memory/text.Content finds nothing of the user's in it). What memory
+// stores of the question is decided on the text alone: Claude Code moves
+// its cache breakpoint to the newest block each round of a tool loop, and
+// a question that changed with it (a reminder kept in round one, left out
+// in round two) was a new turn each round, not the same question again.
+func scaffoldText(p json.RawMessage) bool {
+	cp, ok := scaffoldOf(p)
+	return ok && cp.text
+}
+
+// scaffoldPart is scaffoldText without a cache breakpoint: what may be
+// sent again from the history (harnessInstructions), where a breakpoint
+// would count against the provider's limit a second time.
 func scaffoldPart(p json.RawMessage) bool {
+	cp, ok := scaffoldOf(p)
+	return ok && cp.text && !cp.breakpoint
+}
+
+type scaffolding struct{ text, breakpoint bool }
+
+func scaffoldOf(p json.RawMessage) (scaffolding, bool) {
 	var cp struct {
 		Type         string          `json:"type"`
 		Text         string          `json:"text"`
 		CacheControl json.RawMessage `json:"cache_control"`
 	}
-	return json.Unmarshal(p, &cp) == nil && isTextPart(cp.Type) && cp.CacheControl == nil &&
-		strings.TrimSpace(cp.Text) != "" && text.Content(cp.Text) == ""
+	if json.Unmarshal(p, &cp) != nil || !isTextPart(cp.Type) {
+		return scaffolding{}, false
+	}
+	return scaffolding{
+		text:       strings.TrimSpace(cp.Text) != "" && text.Content(cp.Text) == "",
+		breakpoint: cp.CacheControl != nil,
+	}, true
 }
 
 // questionOf is the live message's text as memory keeps it: without its
@@ -42,7 +64,7 @@ func questionOf(m inMessage) (question string, scaffold bool) {
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		if scaffoldPart(p) {
+		if scaffoldText(p) {
 			scaffold = true
 			continue
 		}

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
+	"github.com/perpetuity/perpetuity/memory"
 	"github.com/perpetuity/perpetuity/proxy/dialect"
 )
 
@@ -25,8 +27,10 @@ func TestQuestionOf(t *testing.T) {
 		{"a reminder alone", `[` + reminder + `]`, "<system-reminder>\n# claudeMd\nRun go test.\n</system-reminder>", false},
 		{"a reminder and an image", `[` + reminder + `,{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]`,
 			"<system-reminder>\n# claudeMd\nRun go test.\n</system-reminder>", false},
-		{"a reminder with a cache breakpoint", `[{"type":"text","text":"<system-reminder>x</system-reminder>","cache_control":{"type":"ephemeral"}},{"type":"text","text":"fix it"}]`,
-			"<system-reminder>x</system-reminder>\nfix it", false},
+		// Decided on the text alone: the breakpoint moves between a tool
+		// loop's rounds, the question must not.
+		{"a reminder with a cache breakpoint", `[{"type":"text","text":"fix it"},{"type":"text","text":"<system-reminder>x</system-reminder>","cache_control":{"type":"ephemeral"}}]`,
+			"fix it", true},
 		{"two prompts and a reminder", `[{"type":"text","text":"fix it"},` + reminder + `,{"type":"text","text":"then test"}]`, "fix it\nthen test", true},
 	}
 	for _, c := range cases {
@@ -74,5 +78,45 @@ func TestScaffoldSentOnceStoredNever(t *testing.T) {
 	}
 	if st := tp.mem.Stored(); len(st) == 0 || st[0].Text != "fix the failing test" {
 		t.Fatalf("stored %+v", st)
+	}
+}
+
+// TestQuestionSameEveryRound: Claude Code moves its cache breakpoint to the
+// newest block each round of a tool loop, off the question's reminder and
+// onto the tool result; the question memory keeps (its fingerprint, the
+// loop's kept frame) is the same in every round, and the reminder reaches
+// the provider with the live message each round, its breakpoint with it
+// in the round that had one.
+func TestQuestionSameEveryRound(t *testing.T) {
+	t.Parallel()
+	const todo = `{"type":"text","text":"<system-reminder>\nThe todo list is empty.\n</system-reminder>"%s}`
+	const bp = `,"cache_control":{"type":"ephemeral"}`
+	live := func(breakpoint string) string {
+		return `{"role":"user","content":[{"type":"text","text":"fix the failing test"},` + fmt.Sprintf(todo, breakpoint) + `]}`
+	}
+	rounds := []string{
+		`{"model":"m","max_tokens":9,"messages":[` + live(bp) + `]}`,
+		`{"model":"m","max_tokens":9,"messages":[` + live("") + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok","cache_control":{"type":"ephemeral"}}]}]}`,
+	}
+	frame := &memory.Frame{Turns: []memory.Turn{{Role: "user", Text: "【now】\nfix the failing test"}}}
+	for i, body := range rounds {
+		in, err := parseInbound(dialect.AnthropicMessages, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.question != "fix the failing test" || !in.liveScaffold {
+			t.Fatalf("round %d: question %q (scaffold %v)", i+1, in.question, in.liveScaffold)
+		}
+		out, err := renderFrame(in, frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(out), "The todo list is empty."); n != 1 {
+			t.Fatalf("round %d forwarded the reminder %d times: %s", i+1, n, out)
+		}
+		if want := strings.Count(body, "cache_control"); strings.Count(string(out), "cache_control") != want {
+			t.Fatalf("round %d forwarded %d breakpoints, the harness sent %d: %s", i+1, strings.Count(string(out), "cache_control"), want, out)
+		}
 	}
 }

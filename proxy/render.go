@@ -143,7 +143,7 @@ func liveParts(d dialect.Dialect, text string, liveRaw json.RawMessage, scaffold
 	var parts []json.RawMessage
 	if scaffold {
 		for _, p := range m.Content {
-			if scaffoldPart(p) {
+			if scaffoldText(p) { // breakpoint and all: the message's own, sent once
 				parts = append(parts, p)
 			}
 		}

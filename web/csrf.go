@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/subtle"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -75,19 +76,31 @@ func csrfOf(ec echo.Context) string {
 // use, so parsing here changes nothing for the handlers after it.
 const formMemory = 32 << 20
 
-// parseForm reads the request's form, as FormValue would, but keeps the
-// error FormValue drops: a body the server stopped reading is not a form
-// without a token.
+// parseForm reads the request's form, as FormValue would, and returns the
+// error reading its body gave, which FormValue drops: a body the server
+// stopped reading is not a form without a token. A form that was read but
+// parses badly (a stray % in the query) goes on as before: its token, if
+// it has one, decides.
 func parseForm(r *http.Request) error {
-	// ParseMultipartForm answers ErrNotMultipart for an urlencoded form
-	// whatever reading it did, so that form is parsed first, on its own.
-	if err := r.ParseForm(); err != nil {
-		return err
+	body := &bodyErr{ReadCloser: r.Body}
+	r.Body = body
+	_ = r.ParseMultipartForm(formMemory)
+	return body.err
+}
+
+// bodyErr remembers the first error reading the body gave, other than its
+// end.
+type bodyErr struct {
+	io.ReadCloser
+	err error
+}
+
+func (b *bodyErr) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
 	}
-	if err := r.ParseMultipartForm(formMemory); err != nil && !errors.Is(err, http.ErrNotMultipart) {
-		return err
-	}
-	return nil
+	return n, err
 }
 
 // formUnread answers a form whose body could not be read. Reported as an
