@@ -23,12 +23,15 @@ type accumulator struct {
 	ended   bool // the terminator arrived (with or without a stop)
 	failed  bool
 	stopped bool // a stop/finish reason was seen
+	// response is a Responses stream's response id (response.created
+	// carries it first).
+	response string
 }
 
 func newAccumulator(d dialect.Dialect) *accumulator { return &accumulator{dialect: d} }
 
 func (a *accumulator) reply(interrupted bool) reply {
-	return reply{text: a.text.String(), interrupted: interrupted, usage: a.usage}
+	return reply{text: a.text.String(), interrupted: interrupted, usage: a.usage, response: a.response}
 }
 
 // usage is the provider's token accounting of one reply.
@@ -160,6 +163,9 @@ func (a *accumulator) addResponses(ev sse.Event) {
 	if e.Type == "" {
 		e.Type = ev.Event
 	}
+	if e.Response != nil && e.Response.ID != "" {
+		a.response = e.Response.ID
+	}
 	switch e.Type {
 	case openai.EventOutputTextDelta:
 		a.text.WriteString(e.Delta)
@@ -177,6 +183,18 @@ func (a *accumulator) mergeResponsesUsage(u *openai.ResponsesUsage) {
 	if u != nil {
 		(&wireUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}).merge(&a.usage)
 	}
+}
+
+// replyID is a non-streamed Responses reply's id; "" in other dialects.
+func replyID(d dialect.Dialect, body []byte) string {
+	if d != dialect.OpenAIResponses {
+		return ""
+	}
+	var r struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(body, &r)
+	return r.ID
 }
 
 // replyText reads the assistant's text out of a non-streamed reply in the

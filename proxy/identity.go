@@ -131,7 +131,27 @@ func (p *Proxy) chooseUser(ctx context.Context, c echo.Context, who memory.Who, 
 // deterministic hash of the user, the system prompt and the first user
 // message with content of its own: a harness that resends its whole
 // history keeps one conversation.
-func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title string, hs harnessSession, err error) {
+func conversationKey(c echo.Context, who memory.Who, in *inbound, chains *responseChains) (key, title string, hs harnessSession, err error) {
+	key, title, hs, err = namedConversation(c, who, in)
+	if err != nil || !plainText(in.prevResponse, maxNameLen) {
+		return key, title, hs, err
+	}
+	// Continuing a response this process relayed: its conversation, after
+	// its turn, whichever rule named the conversation (chains.go).
+	if l, ok := chains.get(chainKey{tenant: who.TenantID, user: who.UserID, response: in.prevResponse}); ok && (key == "" || key == l.conv) {
+		in.posBase = l.next
+		return l.conv, title, hs, nil
+	}
+	if key == "" {
+		key = "r:" + in.prevResponse
+	}
+	return key, title, hs, nil
+}
+
+// namedConversation is the conversation key the request's headers or
+// fields name, or its hash; "" for a request continuing a response, which
+// conversationKey places.
+func namedConversation(c echo.Context, who memory.Who, in *inbound) (key, title string, hs harnessSession, err error) {
 	first, title := firstContent(in)
 	if h := strings.TrimSpace(c.Request().Header.Get(HeaderConversation)); h != "" {
 		if len(h) > maxNameLen {
@@ -148,14 +168,7 @@ func conversationKey(c echo.Context, who memory.Who, in *inbound) (key, title st
 		return "s:" + in.session, title, hs, nil
 	}
 	if plainText(in.prevResponse, maxNameLen) {
-		// A request continuing a stored response sends only its new
-		// items, so its first message is this turn's: hashed, every
-		// session's "yes" was one conversation, and the second "yes" of
-		// it, at the same position, a retry that stored nothing. The
-		// reply it continues names it instead: a retry of the request
-		// continues the same reply (and is still found as one), a new
-		// turn another.
-		return "r:" + in.prevResponse, title, hs, nil
+		return "", title, hs, nil
 	}
 	s := sha256.New()
 	s.Write([]byte(strconv.FormatInt(who.UserID, 10)))

@@ -144,7 +144,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		if t.up, err = p.route(t.in, req.Header, p.tr.WithLogger(p.log.With("request_id", t.rid))); err != nil {
 			return err
 		}
-		convKey, title, hs, err := conversationKey(c, t.who, t.in)
+		convKey, title, hs, err := conversationKey(c, t.who, t.in, p.chains)
 		if err != nil {
 			return err
 		}
@@ -209,6 +209,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		}
 		p.limits.Charge(key.KeyID, spent(reply, len(out)))
 		status := responseStatus(c, err)
+		p.linkResponse(t, reply)
 		// The reply is out; storing it must not hold the response open.
 		// The record keeps when it ended, not when its capture did: a
 		// slow capture would otherwise order it after a later request.
@@ -355,9 +356,9 @@ func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn, store
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
 	defer cancel()
-	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.live, At: time.Now(), Hints: t.hints(), Stored: stored}
+	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.posBase + t.in.live, At: time.Now(), Hints: t.hints(), Stored: stored}
 	if t.in.live < len(t.in.messages)-1 {
-		m.SentAfter = len(t.in.messages) // a tool exchange in flight follows
+		m.SentAfter = t.in.posBase + len(t.in.messages) // a tool exchange in flight follows
 	}
 	c, err := p.mem.Capture(cctx, m)
 	if store.ConversationGone(err) && t.convKey != "" {
@@ -402,6 +403,19 @@ type reply struct {
 	text        string
 	interrupted bool
 	usage       usage
+	// response is the provider's id of a Responses reply, which a later
+	// request may continue (chains.go).
+	response string
+}
+
+// linkResponse remembers where a Responses reply's turn was stored, before
+// the client can send the request that continues it (chains.go).
+func (p *Proxy) linkResponse(t *turn, r reply) {
+	if r.response == "" || t.convKey == "" || t.in.dialect != dialect.OpenAIResponses {
+		return
+	}
+	p.chains.put(chainKey{tenant: t.who.TenantID, user: t.who.UserID, response: r.response},
+		chainLink{conv: t.convKey, next: t.in.posBase + len(t.in.messages) + 1})
 }
 
 // captureReply stores the reply as said when it ended: its capture runs
@@ -415,7 +429,7 @@ func (p *Proxy) captureReply(t *turn, r reply, ended time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CaptureTimeout)
 	defer cancel()
 	_, err := p.mem.Capture(ctx, memory.Message{
-		Who: t.who, Role: "assistant", Text: storableReply(r.text), Position: len(t.in.messages),
+		Who: t.who, Role: "assistant", Text: storableReply(r.text), Position: t.in.posBase + len(t.in.messages),
 		Interrupted: r.interrupted, At: ended, Sources: t.shown(),
 	})
 	if err != nil {

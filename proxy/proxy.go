@@ -114,6 +114,7 @@ type Proxy struct {
 
 	keys    *keyCache
 	convs   *convCache
+	chains  *responseChains
 	frames  *loopFrames // a tool loop's frame, for its next rounds (loopframes.go)
 	limits  *limits.Limiter
 	records *recordBatcher
@@ -162,7 +163,7 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 	cutCtx, cutNow := context.WithCancel(context.Background())
 	p := &Proxy{cutCtx: cutCtx, cutNow: cutNow, cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
-		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), convs: newConvCache(), frames: newLoopFrames()}
+		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), convs: newConvCache(), chains: newResponseChains(), frames: newLoopFrames()}
 	p.records = newRecordBatcher(dir.RecordRequests, &p.after, cfg.CaptureTimeout, log)
 	// Background refreshes of the key and limit caches are tracked with the
 	// reply captures, so Drain waits for them too.

@@ -144,7 +144,7 @@ func (p *Proxy) relayBody(c echo.Context, t *turn, resp *http.Response) (reply, 
 		}
 		b = m
 	}
-	r := reply{text: replyText(t.up.dialect, b), usage: readUsage(b)}
+	r := reply{text: replyText(t.up.dialect, b), usage: readUsage(b), response: replyID(t.up.dialect, b)}
 	out := b
 	var err error
 	if t.up.response != nil {

@@ -37,6 +37,10 @@ type inbound struct {
 	// prevResponse is the Responses previous_response_id: the provider's
 	// id of the reply this request continues (identity.go).
 	prevResponse string
+	// posBase is where this request's messages stand in their
+	// conversation: past the turns of the responses it continues
+	// (chains.go); 0 for a request that sends its whole history.
+	posBase int
 	// question is the live message's text as memory stores it, without
 	// a harness's scaffolding parts (liveScaffold: it had some), which
 	// still go to the provider with it (question.go).
