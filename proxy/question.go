@@ -17,60 +17,57 @@ import (
 // as it stores none of a harness's scaffolding-only messages; the parts
 // still go to the provider with the live message (liveParts).
 
-// scaffoldText is a text part that is only a harness's scaffolding
+// part is a content part as far as scaffolding goes.
+type part struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+func partOf(p json.RawMessage) (part, bool) {
+	var cp part
+	return cp, json.Unmarshal(p, &cp) == nil
+}
+
+// scaffold says the part is text that is only a harness's scaffolding
 // (memory/text.Content finds nothing of the user's in it). What memory
 // stores of the question is decided on the text alone: Claude Code moves
 // its cache breakpoint to the newest block each round of a tool loop, and
 // a question that changed with it (a reminder kept in round one, left out
 // in round two) was a new turn each round, not the same question again.
-func scaffoldText(p json.RawMessage) bool {
-	cp, ok := scaffoldOf(p)
-	return ok && cp.text
+func (p part) scaffold() bool {
+	return isTextPart(p.Type) && strings.TrimSpace(p.Text) != "" && text.Content(p.Text) == ""
 }
 
-// scaffoldPart is scaffoldText without a cache breakpoint: what may be
-// sent again from the history (harnessInstructions), where a breakpoint
-// would count against the provider's limit a second time.
-func scaffoldPart(p json.RawMessage) bool {
-	cp, ok := scaffoldOf(p)
-	return ok && cp.text && !cp.breakpoint
-}
-
-type scaffolding struct{ text, breakpoint bool }
-
-func scaffoldOf(p json.RawMessage) (scaffolding, bool) {
-	var cp struct {
-		Type         string          `json:"type"`
-		Text         string          `json:"text"`
-		CacheControl json.RawMessage `json:"cache_control"`
-	}
-	if json.Unmarshal(p, &cp) != nil || !isTextPart(cp.Type) {
-		return scaffolding{}, false
-	}
-	return scaffolding{
-		text:       strings.TrimSpace(cp.Text) != "" && text.Content(cp.Text) == "",
-		breakpoint: cp.CacheControl != nil,
-	}, true
-}
+// resendable is a scaffolding part that may be sent again from the history
+// (harnessInstructions): one with a cache breakpoint would count against
+// the provider's limit a second time.
+func (p part) resendable() bool { return p.scaffold() && p.CacheControl == nil }
 
 // questionOf is the live message's text as memory keeps it: without its
 // scaffolding parts when another text part says something (scaffold
 // set), else its whole text.
 func questionOf(m inMessage) (question string, scaffold bool) {
+	// Text parts are joined a line apart (contentPart.join): a message
+	// whose text has no line break has one text part at most, and nothing
+	// to leave out. Most live messages stop here, unread again.
+	if !strings.Contains(m.text, "\n") {
+		return m.text, false
+	}
 	var parts []json.RawMessage
 	content := rawContent(m.raw)
-	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &parts) != nil || len(parts) < 2 {
+	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &parts) != nil {
 		return m.text, false
 	}
 	var b strings.Builder
-	for _, p := range parts {
-		if scaffoldText(p) {
+	for _, raw := range parts {
+		p, ok := partOf(raw)
+		switch {
+		case !ok:
+		case p.scaffold():
 			scaffold = true
-			continue
-		}
-		var cp contentPart
-		if json.Unmarshal(p, &cp) == nil {
-			cp.join(&b)
+		default:
+			contentPart{Type: p.Type, Text: p.Text}.join(&b)
 		}
 	}
 	if !scaffold || strings.TrimSpace(b.String()) == "" {

@@ -143,7 +143,7 @@ func liveParts(d dialect.Dialect, text string, liveRaw json.RawMessage, scaffold
 	var parts []json.RawMessage
 	if scaffold {
 		for _, p := range m.Content {
-			if scaffoldText(p) { // breakpoint and all: the message's own, sent once
+			if cp, ok := partOf(p); ok && cp.scaffold() { // breakpoint and all: the message's own, sent once
 				parts = append(parts, p)
 			}
 		}
@@ -205,7 +205,7 @@ func scaffoldingParts(raw json.RawMessage) json.RawMessage {
 	}
 	var keep []json.RawMessage
 	for _, p := range parts {
-		if scaffoldPart(p) {
+		if cp, ok := partOf(p); ok && cp.resendable() {
 			keep = append(keep, p)
 		}
 	}

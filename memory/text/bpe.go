@@ -64,18 +64,13 @@ func (c *Counter) pairRank(piece string, bounds []int, i int) int {
 	return c.rank(piece[bounds[i]:bounds[i+2]])
 }
 
-// mergeLong does the same merges in O(n log n) with a linked list and a heap
-// of candidate pairs ordered by (rank, start). It is exact for any length,
-// but the heap's cache misses make it superlinear in practice (a megabyte
-// of random letters cost 0.7 s, four megabytes 3.5 s), so Count gives it only pieces of up to
-// longPiece bytes and counts longer ones in windows (countLong).
-func (c *Counter) mergeLong(piece string) int {
-	var m merger
-	return m.merge(c, piece)
-}
-
-// merger holds mergeLong's arrays, so that the windows of one long piece
-// reuse them instead of allocating per window.
+// merger does mergeShort's merges in O(n log n) with a linked list and a
+// heap of candidate pairs ordered by (rank, start). It is exact for any
+// length, but the heap's cache misses make it superlinear in practice (a
+// megabyte of random letters cost 0.7 s, four megabytes 3.5 s), so Count
+// gives it pieces of up to longPiece bytes and counts longer ones in
+// windows (countLong), which reuse its arrays instead of allocating per
+// window.
 type merger struct {
 	next, prev []int32 // the part after and before part i (n and -1 at the ends)
 	cur        []int   // current rank of the pair starting at part i; noRank if none, or i is merged away
@@ -153,7 +148,7 @@ func resize[T any](s []T, n int) []T {
 }
 
 // Pieces longer than longPiece bytes are counted in windows, because exact
-// BPE on them costs more per byte the longer they are (see mergeLong), and
+// BPE on them costs more per byte the longer they are (see merger), and
 // a request may hold tens of megabytes without a space. No natural text
 // reaches the bound: o200k's longest token is 128 bytes, a word of any
 // language is far shorter, and the only pieces this long are runs of one

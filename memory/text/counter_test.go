@@ -373,3 +373,10 @@ func BenchmarkCountPerMB(b *testing.B) {
 		})
 	}
 }
+
+// mergeLong is the exact count of a piece of any length, merged whole: the
+// reference the windowed count is held to.
+func (c *Counter) mergeLong(piece string) int {
+	var m merger
+	return m.merge(c, piece)
+}
