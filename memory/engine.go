@@ -277,6 +277,17 @@ func Fingerprint(role string, position int, text string) []byte {
 	return h.Sum(nil)
 }
 
+// AppendedDigest is what the store makes an appended message's fingerprint
+// of, with the position it chooses (store.Capture's Appended): the role
+// and the text, as Fingerprint has them.
+func AppendedDigest(role, text string) []byte {
+	h := sha256.New()
+	h.Write([]byte(role))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	return h.Sum(nil)
+}
+
 // Erasures is how many purges and redactions of the tenant this process
 // has applied from the tenant log, whichever process made them. What a
 // caller looked up of the tenant before the count moved (a conversation's
@@ -296,10 +307,14 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 		m.At = time.Now()
 	}
 	chunks, counts := e.an.Chunk(m.Text, e.opt.ChunkTokens)
+	fp := Fingerprint(m.Role, m.Position, m.Text)
+	if m.Appended {
+		fp = AppendedDigest(m.Role, m.Text)
+	}
 	c := store.Capture{
 		TenantID: m.TenantID, UserID: m.UserID, ConversationID: m.ConversationID,
-		Role: m.Role, Speaker: m.Speaker, Position: m.Position,
-		Fingerprint: Fingerprint(m.Role, m.Position, m.Text),
+		Role: m.Role, Speaker: m.Speaker, Position: m.Position, Appended: m.Appended,
+		Fingerprint: fp,
 		Interrupted: m.Interrupted, CreatedAt: m.At, Hints: m.Hints, Sources: m.Sources, SentAfter: m.SentAfter,
 		Stored: m.Stored,
 	}

@@ -23,10 +23,14 @@ type Who struct {
 // Message is one message to capture.
 type Message struct {
 	Who
-	Role        string // "user" or "assistant"
-	Speaker     string // empty: resolved at render time (the user's display name, or the assistant)
-	Text        string
-	Position    int // index in the harness's history; with Text it identifies a retry
+	Role     string // "user" or "assistant"
+	Speaker  string // empty: resolved at render time (the user's display name, or the assistant)
+	Text     string
+	Position int // index in the harness's history; with Text it identifies a retry
+	// Appended: the request sent no history before this message, so its
+	// index says nothing of where it stands; the store places it after the
+	// conversation's newest message (store.Capture's Appended).
+	Appended    bool
 	Interrupted bool
 	At          time.Time
 	// Hints are the harness's identity hints, recorded in the binding log

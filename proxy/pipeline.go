@@ -82,6 +82,10 @@ type turn struct {
 	// convKey and convTitle name the conversation, when it came through
 	// this process's cache (convcache.go), to look it up again if gone.
 	convKey, convTitle string
+	// appended: the question was placed after the conversation's newest
+	// message (inbound.historyless), and its turn is noted in answering
+	// until its reply is captured.
+	appended bool
 	// What the provider answered, for the request inspector: the last
 	// round's status (0 when never reached), how long the first round took
 	// to answer, and how many rounds were sent.
@@ -195,9 +199,14 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		// nothing left to wait for while the reply's capture and record
 		// are still to come.
 		p.after.Add(1)
+		answered := func() {}
+		if t.appended {
+			answered = p.answering.begin(convTurn{tenant: t.who.TenantID, conv: t.who.ConversationID}, t.liveText)
+		}
 		handedOff := false
 		defer func() {
 			if !handedOff { // forward panicked
+				answered()
 				p.after.Done()
 			}
 		}()
@@ -218,6 +227,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		go func() {
 			defer p.after.Done()
 			p.guarded("reply capture", func() { p.captureReply(t, reply, ended) }, "request_id", t.rid)
+			answered()
 			p.guarded("request record", func() { p.record(t, reply, status, ended) }, "request_id", t.rid)
 		}()
 		return err
@@ -354,12 +364,22 @@ func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn, store
 	if !p.storesLive(t) {
 		return nil, nil
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
-	defer cancel()
-	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.posBase + t.in.live, At: time.Now(), Hints: t.hints(), Stored: stored}
+	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.posBase + t.in.live, Hints: t.hints(), Stored: stored,
+		Appended: t.in.historyless()}
 	if t.in.live < len(t.in.messages)-1 {
 		m.SentAfter = t.in.posBase + len(t.in.messages) // a tool exchange in flight follows
 	}
+	if m.Appended && m.SentAfter == 0 {
+		// The same question asked by a turn still in flight: a retry if
+		// that turn's reply does not come back whole, a turn of its own if
+		// it does, which its reply's capture tells (answering.go).
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
+		p.answering.wait(wctx, convTurn{tenant: t.who.TenantID, conv: t.who.ConversationID}, t.liveText)
+		cancel()
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
+	defer cancel()
+	m.At = time.Now()
 	c, err := p.mem.Capture(cctx, m)
 	if store.ConversationGone(err) && t.convKey != "" {
 		// The cached conversation was purged by a process whose log event
@@ -378,6 +398,11 @@ func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn, store
 			Message: "memory is unavailable; the request was not forwarded"}
 	}
 	t.readAt(c.Seq) // 0 for a retry that stored nothing: the earliest there is
+	if m.Appended {
+		// The reply, and a Responses reply's continuation, follow the
+		// question where the store placed it.
+		t.in.posBase, t.appended = c.Position-t.in.live, true
+	}
 	return &c, nil
 }
 

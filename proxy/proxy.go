@@ -112,14 +112,17 @@ type Proxy struct {
 	// and the key and limit caches' background reads.
 	after sync.WaitGroup
 
-	keys    *keyCache
-	convs   *convCache
-	chains  *responseChains
-	frames  *loopFrames // a tool loop's frame, for its next rounds (loopframes.go)
-	limits  *limits.Limiter
-	records *recordBatcher
-	touched *every // by key id: its "last used" write
-	pruned  *every // by tenant id: the inspector's prune of expired records
+	keys   *keyCache
+	convs  *convCache
+	chains *responseChains
+	// answering holds the questions whose reply is still to be captured,
+	// for a client repeating one (answering.go).
+	answering *answering
+	frames    *loopFrames // a tool loop's frame, for its next rounds (loopframes.go)
+	limits    *limits.Limiter
+	records   *recordBatcher
+	touched   *every // by key id: its "last used" write
+	pruned    *every // by tenant id: the inspector's prune of expired records
 
 	// cutCtx ends when the server cuts the requests in flight (drain.go).
 	cutCtx                   context.Context
@@ -163,7 +166,7 @@ func New(cfg Config, dir Directory, mem Memory, log *slog.Logger) *Proxy {
 	cutCtx, cutNow := context.WithCancel(context.Background())
 	p := &Proxy{cutCtx: cutCtx, cutNow: cutNow, cfg: cfg, providers: provider.NewSet(provider.Config{OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenRouterBaseURL: cfg.OpenRouterBaseURL, Upstreams: cfg.Upstreams}), tr: translate.New(log, nil), dir: dir, mem: mem, log: log,
-		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), convs: newConvCache(), chains: newResponseChains(), frames: newLoopFrames()}
+		client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, touched: newEvery(touchInterval), pruned: newEvery(pruneInterval), convs: newConvCache(), chains: newResponseChains(), frames: newLoopFrames(), answering: newAnswering()}
 	p.records = newRecordBatcher(dir.RecordRequests, &p.after, cfg.CaptureTimeout, log)
 	// Background refreshes of the key and limit caches are tracked with the
 	// reply captures, so Drain waits for them too.

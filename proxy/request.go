@@ -184,6 +184,25 @@ func decodeMessages(d dialect.Dialect, rawMsgs json.RawMessage) ([]inMessage, er
 	return out, nil
 }
 
+// historyless says the request sends no turn before its live question:
+// a client that sends only its newest message (naming its conversation),
+// a Responses request on a conversation the provider stores, or any
+// client's first request. Its live question's index says nothing of
+// where it stands, so memory places it after the conversation's newest
+// message (store.Capture's Appended). A request continuing a response this
+// process relayed has its place already (posBase).
+func (in *inbound) historyless() bool {
+	if in.live < 0 || in.posBase != 0 {
+		return false
+	}
+	for _, m := range in.messages[:in.live] {
+		if m.role != "system" && m.role != "developer" {
+			return false
+		}
+	}
+	return true
+}
+
 // findLive marks the live question: the last user message with text of
 // its own that is not part of a tool exchange. A user message with no
 // text after it (a screenshot a harness sends after a tool's result, the

@@ -218,7 +218,7 @@ func (r *Report) pipeline(m *mdw) {
 	if len(r.PipelineV3Thinking) > 0 {
 		m.p("The row \"provider answers in " + ms(thinkingTime) + " ms\" is the v3 tenant again, its rounds alternating with the others,")
 		m.p("with the fake provider waiting that long before it answers, on both sides (the wait cancels in the difference),")
-		m.p("asking the other half of the questions: asked again in the same conversation, a question is a retry, not a turn.")
+		m.p("asking the other half of the questions: asked again in the same conversation, a question is a repeat or a retry, not a plain turn.")
 		m.p("The other rows' provider answers at once, so what the server writes while a provider answers (the frame's")
 		m.p("reheat, the chain writer's catch-up) runs beside the client's next request; a real provider takes at")
 		m.p("least this long, and that work is done before the next request comes. The reply's capture and the request")

@@ -121,8 +121,9 @@ type pipeSide struct {
 	model string
 	// ask is where the side's questions start in the size's list. A second
 	// side on one tenant starts past the first's (Config.pipelineAsks):
-	// asking a question again in the same conversation is a retry, which
-	// stores nothing and is not the turn the section measures.
+	// a question asked again in the same conversation is a repeat (it waits
+	// for the first asking's reply to be captured, proxy/answering.go) or a
+	// retry (it stores nothing), not the plain turn the section measures.
 	ask int
 }
 

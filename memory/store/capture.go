@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -40,9 +42,22 @@ type Capture struct {
 	Role           string
 	Speaker        string
 	Position       int
-	Fingerprint    []byte
-	Interrupted    bool
-	CreatedAt      time.Time
+	// Fingerprint is memory.Fingerprint of the role, Position and text; for
+	// an Appended message, memory.AppendedDigest of the role and text.
+	Fingerprint []byte
+	// Appended places the message after the conversation's newest one
+	// instead of at Position: the request sent no history before it (a
+	// client sending only its newest message, a Responses request on a
+	// stored conversation), so every message of such a client would
+	// stand at one index and a repeated "yes" would be taken for a retry.
+	// It is one only when it repeats the conversation's newest message of
+	// its role and no complete answer was stored after that (the first
+	// attempt's reply did not come back), or when the request sends an
+	// exchange after it (a tool loop's next round). SentAfter moves with
+	// the position chosen.
+	Appended    bool
+	Interrupted bool
+	CreatedAt   time.Time
 	// ClockAdvance is how many model tokens this message moves the user's clock.
 	ClockAdvance int
 	Items        []CaptureItem
@@ -71,8 +86,12 @@ type Capture struct {
 type Captured struct {
 	MessageID int64
 	Duplicate bool // the same message was stored before; nothing was written
-	Seq       int64
-	Clock     int64 // the user's clock after the advance (the items' birth clock)
+	// Position is where the message stands in its conversation: the
+	// capture's, or for an appended one the place chosen (or found, for a
+	// duplicate).
+	Position int
+	Seq      int64
+	Clock    int64 // the user's clock after the advance (the items' birth clock)
 	// ItemIDs are the message's items: stored now, or by the capture
 	// that stored it first (a duplicate).
 	ItemIDs []int64
@@ -102,7 +121,37 @@ const (
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (tenant_id, conversation_id, fingerprint) DO NOTHING
 			RETURNING id)
-		SELECT id, set_config('app.captured_message', id::text, true) FROM m`
+		SELECT id, $6::int, set_config('app.captured_message', id::text, true) FROM m`
+	// An appended message (Capture.Appended) takes the position after the
+	// conversation's newest message, its fingerprint made of that position
+	// and the digest $6 as memory.Fingerprint makes one of its arguments,
+	// unless it repeats the newest message of its role (u) and either the
+	// request sends an exchange after it ($7) or no complete answer was
+	// stored after that one: then it takes that one's position, and the
+	// fingerprint finds it stored. The row comes back either way, with the
+	// position; its id is NULL when nothing was inserted. A reply takes the
+	// position after its question's when it is captured, after its
+	// response, so a question placed meanwhile may share that position:
+	// only a reply at a later position answers a question.
+	insertAppendedMessageSQL = `WITH u AS (
+			SELECT id, position, fingerprint FROM messages
+			WHERE tenant_id = $1 AND conversation_id = $3 AND role = $4
+			ORDER BY position DESC, id DESC LIMIT 1),
+		d AS (
+			SELECT CASE WHEN u.fingerprint = sha256($6 || int8send(u.position)) AND ($7 OR NOT EXISTS (
+					SELECT 1 FROM messages a
+					WHERE a.tenant_id = $1 AND a.conversation_id = $3 AND a.role <> $4 AND NOT a.interrupted
+						AND a.position > u.position))
+				THEN u.position
+				ELSE coalesce((SELECT max(position) + 1 FROM messages WHERE tenant_id = $1 AND conversation_id = $3), 0)
+				END AS position
+			FROM (VALUES (1)) AS one LEFT JOIN u ON true),
+		m AS (INSERT INTO messages
+			(tenant_id, user_id, conversation_id, role, speaker, position, fingerprint, interrupted, created_at)
+			SELECT $1, $2, $3, $4, $5, d.position, sha256($6 || int8send(d.position)), $8, $9 FROM d
+			ON CONFLICT (tenant_id, conversation_id, fingerprint) DO NOTHING
+			RETURNING id)
+		SELECT m.id, d.position, set_config('app.captured_message', coalesce(m.id::text, ''), true) FROM d LEFT JOIN m ON true`
 	advanceClockSQL = `UPDATE memory_users SET clock = clock + $3, last_seen_at = now()
 		WHERE tenant_id = $1 AND id = $2 AND ` + capturedSQL + ` IS NOT NULL RETURNING clock`
 	// Taking the head row lock orders this transaction's commit against every
@@ -197,10 +246,26 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(setTenantGenericSQL, strconv.FormatInt(c.TenantID, 10))
-	b.Queue(insertMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
-		c.Position, c.Fingerprint, c.Interrupted, c.CreatedAt).Query(func(rows pgx.Rows) error {
+	var msg *pgx.QueuedQuery
+	if c.Appended {
+		msg = b.Queue(insertAppendedMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
+			c.Fingerprint, c.SentAfter > 0, c.Interrupted, c.CreatedAt)
+	} else {
+		msg = b.Queue(insertMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
+			c.Position, c.Fingerprint, c.Interrupted, c.CreatedAt)
+	}
+	out.Position = c.Position
+	msg.Query(func(rows pgx.Rows) error {
+		var id *int64
+		var pos int32
 		var set string
-		_, err := pgx.ForEachRow(rows, []any{&out.MessageID, &set}, func() error { inserted = true; return nil })
+		_, err := pgx.ForEachRow(rows, []any{&id, &pos, &set}, func() error {
+			inserted, out.Position = id != nil, int(pos)
+			if id != nil {
+				out.MessageID = *id
+			}
+			return nil
+		})
 		return err
 	})
 	if db.afterMessage != nil {
@@ -291,6 +356,9 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	if !inserted {
 		// Nothing was written; what was stored before is read in the
 		// same transaction (its tenant setting), before it ends.
+		if c.Appended {
+			c = placed(c, out.Position)
+		}
 		var err error
 		if out, err = storedBefore(ctx, conn, c); err != nil {
 			return Captured{}, err
@@ -310,6 +378,20 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		return Captured{}, fmt.Errorf("commit: %w", err)
 	}
 	return out, nil
+}
+
+// placed is an appended capture as it would have been sent had the
+// request held the conversation's history: at pos, with the fingerprint
+// the store made there, and the exchange after it moved along.
+func placed(c Capture, pos int) Capture {
+	if c.SentAfter > 0 {
+		c.SentAfter += pos - c.Position
+	}
+	h := sha256.New()
+	h.Write(c.Fingerprint)
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(pos)))
+	c.Fingerprint, c.Position, c.Appended = h.Sum(nil), pos, false
+	return c
 }
 
 // coveredVersions are the versions every item with rows has a row for,

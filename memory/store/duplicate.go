@@ -32,7 +32,7 @@ const storedBeforeSQL = `WITH live AS (
 // storedBefore is what a capture that stored nothing reports: the stored
 // message's items, and those of the turns the request sends again after it.
 func storedBefore(ctx context.Context, conn *pgx.Conn, c Capture) (Captured, error) {
-	out := Captured{Duplicate: true}
+	out := Captured{Duplicate: true, Position: c.Position}
 	rows, err := conn.Query(ctx, storedBeforeSQL, c.TenantID, c.ConversationID, c.Fingerprint, c.UserID,
 		c.Position, c.SentAfter, sentAfterLimit)
 	if err != nil {
