@@ -104,3 +104,53 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestRepeatWhileAnswering: the same question sent again while the first
+// asking is still being answered is a retry (a client does not repeat
+// what it has no answer to; Claude Code's side requests quote its prompt
+// too): stored once, and not held until the first reply ends.
+func TestRepeatWhileAnswering(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	s.Fake.Script(fakeprovider.Reply{Text: "Slow answer.", FirstByteDelay: 3 * time.Second}, fakeprovider.Reply{Text: "Quick answer."})
+	c := openai.NewClient(ooption.WithBaseURL(s.OpenAIBase()), ooption.WithAPIKey("sk-test-openai"), ooption.WithMaxRetries(0),
+		ooption.WithHeader(proxy.HeaderConversation, "side"))
+	ask := func() (string, error) {
+		r, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-4o-mini",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("summarise the failing tests")}})
+		if err != nil {
+			return "", err
+		}
+		return r.Choices[0].Message.Content, nil
+	}
+	first := make(chan string, 1)
+	go func() {
+		got, err := ask()
+		if err != nil {
+			got = err.Error()
+		}
+		first <- got
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Fake.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ask(); err != nil || got != "Quick answer." {
+		t.Fatalf("the repeat: %q %v", got, err)
+	}
+	select {
+	case got := <-first:
+		t.Fatalf("the repeat came back after the first asking (%q): it waited for it", got)
+	default:
+	}
+	if got := <-first; got != "Slow answer." {
+		t.Fatalf("the first asking: %q", got)
+	}
+	waitFor(t, func() bool {
+		return s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'assistant'`, s.TenantID) == 2
+	})
+	if n := s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'user'`, s.TenantID); n != 1 {
+		t.Fatalf("the question asked twice while unanswered stored %d times", n)
+	}
+}

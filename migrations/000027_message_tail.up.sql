@@ -1,6 +1,7 @@
 -- A request that sends only its newest message (a client naming its
 -- conversation with X-Perpetuity-Conversation, a Responses request on a
--- stored conversation) is placed after the conversation's newest message:
--- capture reads the conversation's tail through this index, so a
--- conversation of any length costs it a few index pages.
-CREATE INDEX messages_conversation_tail ON messages (tenant_id, conversation_id, position, id);
+-- stored conversation) is placed after the conversation's newest message,
+-- unless it repeats a recent question of the conversation: capture reads
+-- the conversation's tail through this index, by role, so a conversation
+-- of any length costs it a few index pages.
+CREATE INDEX messages_conversation_tail ON messages (tenant_id, conversation_id, role, position, id);

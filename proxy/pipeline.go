@@ -199,18 +199,19 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		// nothing left to wait for while the reply's capture and record
 		// are still to come.
 		p.after.Add(1)
-		answered := func() {}
+		asked := turnInFlight{ended: func() {}, done: func() {}}
 		if t.appended {
-			answered = p.answering.begin(convTurn{tenant: t.who.TenantID, conv: t.who.ConversationID}, t.liveText)
+			asked = p.answering.begin(convTurn{tenant: t.who.TenantID, conv: t.who.ConversationID}, t.liveText)
 		}
 		handedOff := false
 		defer func() {
 			if !handedOff { // forward panicked
-				answered()
+				asked.done()
 				p.after.Done()
 			}
 		}()
 		reply, err := p.forward(c, t, out)
+		asked.ended()
 		if reply.interrupted && wasCut(ctx) {
 			// Not a client that left: the drain deadline ended the reply,
 			// and the client is told so in its dialect.
@@ -227,7 +228,7 @@ func (p *Proxy) chat(d dialect.Dialect) echo.HandlerFunc {
 		go func() {
 			defer p.after.Done()
 			p.guarded("reply capture", func() { p.captureReply(t, reply, ended) }, "request_id", t.rid)
-			answered()
+			asked.done()
 			p.guarded("request record", func() { p.record(t, reply, status, ended) }, "request_id", t.rid)
 		}()
 		return err

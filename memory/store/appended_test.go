@@ -83,6 +83,13 @@ func TestAppendedPlacesAfterNewest(t *testing.T) {
 		t.Fatalf("the loop's next round found %v and %v after it, want %v and %v", round.ItemIDs, round.SentAfter, loop.ItemIDs, said.ItemIDs)
 	}
 
+	// Parallel sub-agents of one session: each sends its task with its
+	// exchange after it, while the other's task is the newest question.
+	taskA, taskB := ask("find the flaky test", 0), ask("profile the build", 0)
+	want("a second task beside the first", taskB, taskA.Position+1, false)
+	want("the first task's next round", ask("find the flaky test", 3), taskA.Position, true)
+	want("the second task's next round", ask("profile the build", 3), taskB.Position, true)
+
 	// A reply is captured after its response, and takes the position after
 	// its question's: a question placed meanwhile shares it, and is not
 	// answered by it.

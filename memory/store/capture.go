@@ -125,25 +125,33 @@ const (
 	// An appended message (Capture.Appended) takes the position after the
 	// conversation's newest message, its fingerprint made of that position
 	// and the digest $6 as memory.Fingerprint makes one of its arguments,
-	// unless it repeats the newest message of its role (u) and either the
-	// request sends an exchange after it ($7) or no complete answer was
-	// stored after that one: then it takes that one's position, and the
-	// fingerprint finds it stored. The row comes back either way, with the
-	// position; its id is NULL when nothing was inserted. A reply takes the
-	// position after its question's when it is captured, after its
-	// response, so a question placed meanwhile may share that position:
-	// only a reply at a later position answers a question.
+	// unless it repeats one of the conversation's newest messages of its
+	// role (u: the newest such, among as many as appendedRecent) and either
+	// the request sends an exchange after it ($7: a tool loop's round,
+	// while parallel sub-agents of one session add their own questions) or
+	// no complete answer was stored after it: then it takes that one's
+	// position, and the fingerprint finds it stored. The row comes back
+	// either way, with the position; its id is NULL when nothing was
+	// inserted. A reply takes the position after its question's when it is
+	// captured, after its response, so a question placed meanwhile may
+	// share that position: only a reply at a later position answers a
+	// question.
 	insertAppendedMessageSQL = `WITH u AS (
-			SELECT id, position, fingerprint FROM messages
-			WHERE tenant_id = $1 AND conversation_id = $3 AND role = $4
-			ORDER BY position DESC, id DESC LIMIT 1),
+			SELECT r.id, r.position FROM (
+				SELECT id, position, fingerprint FROM messages
+				WHERE tenant_id = $1 AND conversation_id = $3 AND role = $4
+				ORDER BY position DESC, id DESC LIMIT ` + appendedRecent + `) AS r
+			WHERE r.fingerprint = sha256($6 || int8send(r.position))
+			ORDER BY r.position DESC, r.id DESC LIMIT 1),
 		d AS (
-			SELECT CASE WHEN u.fingerprint = sha256($6 || int8send(u.position)) AND ($7 OR NOT EXISTS (
+			SELECT CASE WHEN u.id IS NOT NULL AND ($7 OR NOT EXISTS (
 					SELECT 1 FROM messages a
 					WHERE a.tenant_id = $1 AND a.conversation_id = $3 AND a.role <> $4 AND NOT a.interrupted
 						AND a.position > u.position))
 				THEN u.position
-				ELSE coalesce((SELECT max(position) + 1 FROM messages WHERE tenant_id = $1 AND conversation_id = $3), 0)
+				ELSE coalesce(greatest(
+					(SELECT max(position) FROM messages WHERE tenant_id = $1 AND conversation_id = $3 AND role = 'user'),
+					(SELECT max(position) FROM messages WHERE tenant_id = $1 AND conversation_id = $3 AND role = 'assistant')) + 1, 0)
 				END AS position
 			FROM (VALUES (1)) AS one LEFT JOIN u ON true),
 		m AS (INSERT INTO messages
@@ -152,6 +160,10 @@ const (
 			ON CONFLICT (tenant_id, conversation_id, fingerprint) DO NOTHING
 			RETURNING id)
 		SELECT m.id, d.position, set_config('app.captured_message', coalesce(m.id::text, ''), true) FROM d LEFT JOIN m ON true`
+	// appendedRecent is how many of a conversation's newest questions an
+	// appended one is matched against: more than the sub-agents a harness
+	// runs at once in one session.
+	appendedRecent  = "16"
 	advanceClockSQL = `UPDATE memory_users SET clock = clock + $3, last_seen_at = now()
 		WHERE tenant_id = $1 AND id = $2 AND ` + capturedSQL + ` IS NOT NULL RETURNING clock`
 	// Taking the head row lock orders this transaction's commit against every
