@@ -9,6 +9,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/perpetuity/perpetuity/e2e/fakeprovider"
 	"github.com/perpetuity/perpetuity/proxy"
@@ -76,13 +77,20 @@ func TestRepeatStoresAgain(t *testing.T) {
 	if n := s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'user'`, s.TenantID); n != int64(len(said)) {
 		t.Fatalf("%d questions stored of %d said", n, len(said))
 	}
+	// A repeat waited for the reply before it, so its frame quotes it.
+	reqs := s.Fake.Requests()
+	for i := 1; i < len(said); i++ {
+		if said[i] == said[i-1] && !strings.Contains(string(reqs[i].Body), fmt.Sprintf("Step %d done.", i)) {
+			t.Fatalf("turn %d's frame lacks the reply it repeats after: %s", i+1, reqs[i].Body)
+		}
+	}
 	// One more turn: its frame quotes every earlier step's reply, in order.
 	s.Fake.Script(fakeprovider.Reply{Text: "All done."})
 	if _, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-4o-mini",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("what did we do?")}}); err != nil {
 		t.Fatal(err)
 	}
-	reqs := s.Fake.Requests()
+	reqs = s.Fake.Requests()
 	last := string(reqs[len(reqs)-1].Body)
 	at := -1
 	for i := range said {
@@ -152,5 +160,62 @@ func TestRepeatWhileAnswering(t *testing.T) {
 	})
 	if n := s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'user'`, s.TenantID); n != 1 {
 		t.Fatalf("the question asked twice while unanswered stored %d times", n)
+	}
+}
+
+// TestResponsesConversationRepeat: a Responses client on a conversation
+// the provider stores sends only new items. Its question, the tool's
+// output in the next request and the reply to that are stored in the
+// order said, and "continue" said again once answered is a turn of its
+// own.
+func TestResponsesConversationRepeat(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := openai.NewClient(ooption.WithBaseURL(s.OpenAIBase()), ooption.WithAPIKey("sk-proj-e2e"), ooption.WithMaxRetries(0))
+	conv := responses.ResponseNewParamsConversationUnion{OfString: openai.String("conv_e2e")}
+	tools := []responses.ToolUnionParam{responses.ToolParamOfFunction("run_tests",
+		map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}, true)}
+	ask := func(in responses.ResponseNewParamsInputUnion) *responses.Response {
+		t.Helper()
+		r, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "gpt-4.1", Conversation: conv, Tools: tools, Input: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	continueTurn := func(i int) {
+		t.Helper()
+		s.Fake.Script(fakeprovider.Reply{ToolCalls: []fakeprovider.ToolCall{{ID: fmt.Sprintf("call_%d", i), Name: "run_tests", Arguments: `{}`}}},
+			fakeprovider.Reply{Text: fmt.Sprintf("Round %d: the tests pass.", i)})
+		r := ask(responses.ResponseNewParamsInputUnion{OfString: openai.String("continue")})
+		var call responses.ResponseFunctionToolCall
+		for _, item := range r.Output {
+			if item.Type == "function_call" {
+				call = item.AsFunctionCall()
+			}
+		}
+		if call.CallID == "" {
+			t.Fatalf("no function call: %s", r.RawJSON())
+		}
+		r = ask(responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+			{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+				CallID: openai.String(call.CallID), Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String("ok")}}}}})
+		if want := fmt.Sprintf("Round %d: the tests pass.", i); r.OutputText() != want {
+			t.Fatalf("round %d answered %s", i, r.RawJSON())
+		}
+		s.waitStored(2 * i)
+	}
+	continueTurn(1)
+	continueTurn(2)
+	var got []string
+	for _, m := range s.waitStored(4) {
+		got = append(got, m.Role+": "+m.Text)
+	}
+	want := []string{"user: continue", "assistant: Round 1: the tests pass.", "user: continue", "assistant: Round 2: the tests pass."}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := s.scalar(`SELECT count(DISTINCT position) FROM messages WHERE tenant_id = $1`, s.TenantID); n != 4 {
+		t.Fatalf("4 messages stored at %d positions", n)
 	}
 }

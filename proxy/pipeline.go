@@ -246,6 +246,15 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 	}
 	start := time.Now()
 	defer func() { t.memDur, t.memRan = time.Since(start), true }()
+	if p.storesLive(t) && t.in.historyless() && t.in.live == len(t.in.messages)-1 {
+		// The same question asked by a turn still in flight: a retry if
+		// that turn's reply does not come back whole, a turn of its own if
+		// it does, which its reply's capture tells (answering.go). Waited
+		// for before the frame reads memory, which then holds that reply.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
+		p.answering.wait(wctx, convTurn{tenant: t.who.TenantID, conv: t.who.ConversationID}, t.liveText)
+		cancel()
+	}
 	if !p.storesLive(t) {
 		f, err := p.mem.Frame(ctx, *q)
 		if err != nil {
@@ -370,14 +379,6 @@ func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn, store
 	if t.in.live < len(t.in.messages)-1 {
 		m.SentAfter = t.in.posBase + len(t.in.messages) // a tool exchange in flight follows
 	}
-	if m.Appended && m.SentAfter == 0 {
-		// The same question asked by a turn still in flight: a retry if
-		// that turn's reply does not come back whole, a turn of its own if
-		// it does, which its reply's capture tells (answering.go).
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
-		p.answering.wait(wctx, convTurn{tenant: t.who.TenantID, conv: t.who.ConversationID}, t.liveText)
-		cancel()
-	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CaptureTimeout)
 	defer cancel()
 	m.At = time.Now()
@@ -457,6 +458,11 @@ func (p *Proxy) captureReply(t *turn, r reply, ended time.Time) {
 	_, err := p.mem.Capture(ctx, memory.Message{
 		Who: t.who, Role: "assistant", Text: storableReply(r.text), Position: t.in.posBase + len(t.in.messages),
 		Interrupted: r.interrupted, At: ended, Sources: t.shown(),
+		// A request with no question at all (a Responses request on a
+		// stored conversation sending only a tool's output) has no place
+		// of its own: its reply goes after the conversation's newest
+		// message, as an appended question does.
+		Appended: t.in.live < 0 && t.in.posBase == 0,
 	})
 	if err != nil {
 		p.log.Error("capture reply failed", "request_id", t.rid, "tenant", t.who.TenantID, "err", err)

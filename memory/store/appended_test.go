@@ -99,6 +99,16 @@ func TestAppendedPlacesAfterNewest(t *testing.T) {
 	reply(deploy, "Deployed.", false)
 	want("asked again: the reply at its position answered the one before", ask("status?", 0), status.Position, true)
 
+	// A reply to a request with no question (a tool's output alone) is
+	// appended too: after the newest message; the same words again with
+	// no question between are a retry's reply; after a question, a reply
+	// of their own.
+	done := capture("assistant", "Done.", true, 1, 0, false)
+	want("a reply with no question", done, status.Position+1, false)
+	want("the same reply again", capture("assistant", "Done.", true, 1, 0, false), done.Position, true)
+	again := ask("and now?", 0)
+	want("a reply after a new question", capture("assistant", "Done.", true, 1, 0, false), again.Position+1, false)
+
 	// Messages at the harness's positions and appended ones share the
 	// conversation: an appended one goes after whichever is newest.
 	capture("user", "from a client that resends its history", false, 20, 0, false)

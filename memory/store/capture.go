@@ -50,11 +50,11 @@ type Capture struct {
 	// client sending only its newest message, a Responses request on a
 	// stored conversation), so every message of such a client would
 	// stand at one index and a repeated "yes" would be taken for a retry.
-	// It is one only when it repeats the conversation's newest message of
-	// its role and no complete answer was stored after that (the first
-	// attempt's reply did not come back), or when the request sends an
-	// exchange after it (a tool loop's next round). SentAfter moves with
-	// the position chosen.
+	// It is one only when it repeats one of the conversation's newest
+	// messages of its role (insertAppendedMessageSQL) and no complete
+	// answer was stored after that (the first attempt's reply did not come
+	// back), or when the request sends an exchange after it (a tool loop's
+	// next round). SentAfter moves with the position chosen.
 	Appended    bool
 	Interrupted bool
 	CreatedAt   time.Time
