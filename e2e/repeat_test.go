@@ -39,10 +39,7 @@ func TestRetryStoresOnce(t *testing.T) {
 			if n := len(s.Fake.Requests()); n != 2 {
 				t.Fatalf("provider saw %d requests, want the failed one and its retry", n)
 			}
-			waitFor(t, func() bool {
-				return s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'assistant'`, s.TenantID) == 1
-			})
-			if n := s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'user'`, s.TenantID); n != 1 {
+			if n := questionsOnceAnswered(t, s, 1); n != 1 {
 				t.Fatalf("retried question stored %d times", n)
 			}
 		})
@@ -71,10 +68,7 @@ func TestRepeatStoresAgain(t *testing.T) {
 			t.Fatalf("turn %d answered %q", i+1, got)
 		}
 	}
-	waitFor(t, func() bool {
-		return s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'assistant'`, s.TenantID) == int64(len(said))
-	})
-	if n := s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'user'`, s.TenantID); n != int64(len(said)) {
+	if n := questionsOnceAnswered(t, s, len(said)); n != int64(len(said)) {
 		t.Fatalf("%d questions stored of %d said", n, len(said))
 	}
 	// A repeat waited for the reply before it, so its frame quotes it.
@@ -102,15 +96,16 @@ func TestRepeatStoresAgain(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to ten seconds: replies are captured after
-// their response.
-func waitFor(t *testing.T, cond func() bool) {
+// questionsOnceAnswered is how many questions the tenant has stored, read
+// once its replies are (they are captured after their response).
+func questionsOnceAnswered(t *testing.T, s *server, replies int) int64 {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'assistant'`, s.TenantID) != int64(replies); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting")
+			t.Fatalf("timed out waiting for %d replies", replies)
 		}
 	}
+	return s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'user'`, s.TenantID)
 }
 
 // TestRepeatWhileAnswering: the same question sent again while the first
@@ -155,10 +150,7 @@ func TestRepeatWhileAnswering(t *testing.T) {
 	if got := <-first; got != "Slow answer." {
 		t.Fatalf("the first asking: %q", got)
 	}
-	waitFor(t, func() bool {
-		return s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'assistant'`, s.TenantID) == 2
-	})
-	if n := s.scalar(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND role = 'user'`, s.TenantID); n != 1 {
+	if n := questionsOnceAnswered(t, s, 2); n != 1 {
 		t.Fatalf("the question asked twice while unanswered stored %d times", n)
 	}
 }
