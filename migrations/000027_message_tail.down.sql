@@ -1,1 +1,1 @@
-DROP INDEX messages_conversation_tail;
+DROP INDEX CONCURRENTLY messages_conversation_tail;
