@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
 	"github.com/perpetuity/perpetuity/memory/text"
+	"github.com/perpetuity/perpetuity/proxy/wire/jsonx"
 )
 
 // A harness puts its own scaffolding in parts beside the user's words:
@@ -74,4 +76,28 @@ func questionOf(m inMessage) (question string, scaffold bool) {
 		return m.text, false
 	}
 	return b.String(), true
+}
+
+// breakpointOf is the cache_control of m's last text part that is not
+// scaffolding, nil when it has none: Claude Code marks the newest block
+// of the conversation so that the provider caches the prompt up to it.
+// A message without the field is not decoded.
+func breakpointOf(m inMessage) json.RawMessage {
+	if !bytes.Contains(m.raw, []byte(`"cache_control"`)) {
+		return nil
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(rawContent(m.raw), &parts) != nil {
+		return nil
+	}
+	var bp json.RawMessage
+	for _, raw := range parts {
+		if p, ok := partOf(raw); ok && isTextPart(p.Type) && !p.scaffold() {
+			bp = p.CacheControl
+		}
+	}
+	if jsonx.IsNull(bp) {
+		return nil
+	}
+	return bp
 }

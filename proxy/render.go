@@ -50,8 +50,8 @@ func renderFrame(in *inbound, f *memory.Frame) ([]byte, error) {
 	endsWithUser := len(f.Turns) > 0 && f.Turns[len(f.Turns)-1].Role == "user"
 	for i, t := range f.Turns {
 		m := frameMessage{Role: t.Role, Content: t.Text}
-		if i == len(f.Turns)-1 && t.Role == "user" && (live.nonText || in.liveScaffold) {
-			m.Content = liveParts(in.dialect, t.Text, live.raw, in.liveScaffold)
+		if i == len(f.Turns)-1 && t.Role == "user" && (live.nonText || in.liveScaffold || in.liveBreakpoint != nil) {
+			m.Content = liveParts(in.dialect, t.Text, live.raw, in.liveScaffold, in.liveBreakpoint)
 		}
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -130,8 +130,9 @@ type frameMessage struct {
 // liveParts keeps a live message's images and other non-text parts
 // beside the frame's rendering of its text, and with scaffold the
 // harness's scaffolding parts memory left out of the question
-// (question.go), as sent, ahead of it.
-func liveParts(d dialect.Dialect, text string, liveRaw json.RawMessage, scaffold bool) []json.RawMessage {
+// (question.go), as sent, ahead of it. The rendering carries the
+// question's cache breakpoint, when it had one (inbound.liveBreakpoint).
+func liveParts(d dialect.Dialect, text string, liveRaw json.RawMessage, scaffold bool, breakpoint json.RawMessage) []json.RawMessage {
 	var m struct {
 		Content []json.RawMessage `json:"content"`
 	}
@@ -148,7 +149,7 @@ func liveParts(d dialect.Dialect, text string, liveRaw json.RawMessage, scaffold
 			}
 		}
 	}
-	first, _ := json.Marshal(map[string]string{"type": textType, "text": text})
+	first, _ := json.Marshal(renderedPart{Text: text, Type: textType, CacheControl: breakpoint})
 	parts = append(parts, first)
 	for _, p := range m.Content {
 		var cp contentPart
@@ -157,6 +158,14 @@ func liveParts(d dialect.Dialect, text string, liveRaw json.RawMessage, scaffold
 		}
 	}
 	return parts
+}
+
+// renderedPart is the frame's rendering of the live question's text
+// (fields in the order the frames have always been sent in).
+type renderedPart struct {
+	Text         string          `json:"text"`
+	Type         string          `json:"type"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 func isTextPart(typ string) bool { return typ == "text" || typ == "input_text" || typ == "output_text" }

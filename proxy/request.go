@@ -46,6 +46,11 @@ type inbound struct {
 	// still go to the provider with it (question.go).
 	question     string
 	liveScaffold bool
+	// liveBreakpoint is the cache_control of the live message's last text
+	// part of its own (Anthropic): the frame's rendering of the question
+	// carries it, or the provider's prompt cache would end before the
+	// question (liveParts).
+	liveBreakpoint json.RawMessage
 	// stateful: the provider holds the history (Responses
 	// previous_response_id or conversation), so there is none to replace.
 	stateful bool
@@ -213,6 +218,9 @@ func (in *inbound) findLive() {
 	in.pickLive()
 	if in.live >= 0 {
 		in.question, in.liveScaffold = questionOf(in.messages[in.live])
+		if in.dialect == dialect.AnthropicMessages {
+			in.liveBreakpoint = breakpointOf(in.messages[in.live])
+		}
 	}
 }
 
