@@ -307,9 +307,11 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 		m.At = time.Now()
 	}
 	chunks, counts := e.an.Chunk(m.Text, e.opt.ChunkTokens)
-	fp := Fingerprint(m.Role, m.Position, m.Text)
+	var fp []byte
 	if m.Appended {
 		fp = AppendedDigest(m.Role, m.Text)
+	} else {
+		fp = Fingerprint(m.Role, m.Position, m.Text)
 	}
 	c := store.Capture{
 		TenantID: m.TenantID, UserID: m.UserID, ConversationID: m.ConversationID,

@@ -84,7 +84,7 @@ func (a *answering) begin(k convTurn, question string) turnInFlight {
 // ended response whose reply is still to be captured (a turn still
 // answering is given the grace to end), or ctx ends.
 func (a *answering) wait(ctx context.Context, k convTurn, question string) {
-	seen := map[*inFlight]bool{}
+	var seen map[*inFlight]bool // made on the first turn found: most calls find none
 	for {
 		a.mu.Lock()
 		var f *inFlight
@@ -97,6 +97,9 @@ func (a *answering) wait(ctx context.Context, k convTurn, question string) {
 		a.mu.Unlock()
 		if f == nil {
 			return
+		}
+		if seen == nil {
+			seen = map[*inFlight]bool{}
 		}
 		seen[f] = true
 		t := time.NewTimer(a.grace)

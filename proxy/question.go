@@ -46,20 +46,35 @@ func (p part) scaffold() bool {
 // the provider's limit a second time.
 func (p part) resendable() bool { return p.scaffold() && p.CacheControl == nil }
 
-// questionOf is the live message's text as memory keeps it: without its
-// scaffolding parts when another text part says something (scaffold
-// set), else its whole text.
-func questionOf(m inMessage) (question string, scaffold bool) {
+// liveQuestion is what the proxy reads of the live message beyond its
+// text: the question as memory keeps it, without its scaffolding parts
+// when another text part says something (scaffold set), else its whole
+// text; and, when marked (Anthropic), the cache_control of its last text
+// part that is not scaffolding, nil when it has none: Claude Code marks
+// the newest block of the conversation so that the provider caches the
+// prompt up to it.
+type liveQuestion struct {
+	text       string
+	scaffold   bool
+	breakpoint json.RawMessage
+}
+
+// questionOf reads m's parts once, and only when there can be something
+// to find in them.
+func questionOf(m inMessage, marked bool) liveQuestion {
+	q := liveQuestion{text: m.text}
 	// Text parts are joined a line apart (contentPart.join): a message
 	// whose text has no line break has one text part at most, and nothing
-	// to leave out. Most live messages stop here, unread again.
-	if !strings.Contains(m.text, "\n") {
-		return m.text, false
+	// to leave out; without the field it has no breakpoint. Most live
+	// messages stop here, unread again.
+	marked = marked && bytes.Contains(m.raw, []byte(`"cache_control"`))
+	if !marked && !strings.Contains(m.text, "\n") {
+		return q
 	}
 	var parts []json.RawMessage
 	content := rawContent(m.raw)
 	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &parts) != nil {
-		return m.text, false
+		return q
 	}
 	var b strings.Builder
 	for _, raw := range parts {
@@ -67,37 +82,21 @@ func questionOf(m inMessage) (question string, scaffold bool) {
 		switch {
 		case !ok:
 		case p.scaffold():
-			scaffold = true
+			q.scaffold = true
 		default:
+			if isTextPart(p.Type) {
+				q.breakpoint = p.CacheControl
+			}
 			contentPart{Type: p.Type, Text: p.Text}.join(&b)
 		}
 	}
-	if !scaffold || strings.TrimSpace(b.String()) == "" {
-		return m.text, false
+	if !marked || jsonx.IsNull(q.breakpoint) {
+		q.breakpoint = nil
 	}
-	return b.String(), true
-}
-
-// breakpointOf is the cache_control of m's last text part that is not
-// scaffolding, nil when it has none: Claude Code marks the newest block
-// of the conversation so that the provider caches the prompt up to it.
-// A message without the field is not decoded.
-func breakpointOf(m inMessage) json.RawMessage {
-	if !bytes.Contains(m.raw, []byte(`"cache_control"`)) {
-		return nil
+	if !q.scaffold || strings.TrimSpace(b.String()) == "" {
+		q.text, q.scaffold = m.text, false
+	} else {
+		q.text = b.String()
 	}
-	var parts []json.RawMessage
-	if json.Unmarshal(rawContent(m.raw), &parts) != nil {
-		return nil
-	}
-	var bp json.RawMessage
-	for _, raw := range parts {
-		if p, ok := partOf(raw); ok && isTextPart(p.Type) && !p.scaffold() {
-			bp = p.CacheControl
-		}
-	}
-	if jsonx.IsNull(bp) {
-		return nil
-	}
-	return bp
+	return q
 }

@@ -217,10 +217,8 @@ func (in *inbound) historyless() bool {
 func (in *inbound) findLive() {
 	in.pickLive()
 	if in.live >= 0 {
-		in.question, in.liveScaffold = questionOf(in.messages[in.live])
-		if in.dialect == dialect.AnthropicMessages {
-			in.liveBreakpoint = breakpointOf(in.messages[in.live])
-		}
+		q := questionOf(in.messages[in.live], in.dialect == dialect.AnthropicMessages)
+		in.question, in.liveScaffold, in.liveBreakpoint = q.text, q.scaffold, q.breakpoint
 	}
 }
 

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -121,7 +119,7 @@ const (
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (tenant_id, conversation_id, fingerprint) DO NOTHING
 			RETURNING id)
-		SELECT id, $6::int, set_config('app.captured_message', id::text, true) FROM m`
+		SELECT id, $6::int, $7::bytea, set_config('app.captured_message', id::text, true) FROM m`
 	// An appended message (Capture.Appended) takes the position after the
 	// conversation's newest message, its fingerprint made of that position
 	// and the digest $6 as memory.Fingerprint makes one of its arguments,
@@ -131,8 +129,8 @@ const (
 	// while parallel sub-agents of one session add their own questions) or
 	// no complete answer was stored after it: then it takes that one's
 	// position, and the fingerprint finds it stored. The row comes back
-	// either way, with the position; its id is NULL when nothing was
-	// inserted. A reply takes the position after its question's when it is
+	// either way, with the position and the fingerprint made there; its id
+	// is NULL when nothing was inserted. A reply takes the position after its question's when it is
 	// captured, after its response, so a question placed meanwhile may
 	// share that position: only a reply at a later position answers a
 	// question.
@@ -144,6 +142,7 @@ const (
 			WHERE r.fingerprint = sha256($6 || int8send(r.position))
 			ORDER BY r.position DESC, r.id DESC LIMIT 1),
 		d AS (
+			SELECT p.position, sha256($6 || int8send(p.position)) AS fingerprint FROM (
 			SELECT CASE WHEN u.id IS NOT NULL AND ($7 OR NOT EXISTS (
 					SELECT 1 FROM messages a
 					WHERE a.tenant_id = $1 AND a.conversation_id = $3 AND a.role <> $4 AND NOT a.interrupted
@@ -153,13 +152,13 @@ const (
 					(SELECT max(position) FROM messages WHERE tenant_id = $1 AND conversation_id = $3 AND role = 'user'),
 					(SELECT max(position) FROM messages WHERE tenant_id = $1 AND conversation_id = $3 AND role = 'assistant')) + 1, 0)
 				END AS position
-			FROM (VALUES (1)) AS one LEFT JOIN u ON true),
+			FROM (VALUES (1)) AS one LEFT JOIN u ON true) AS p),
 		m AS (INSERT INTO messages
 			(tenant_id, user_id, conversation_id, role, speaker, position, fingerprint, interrupted, created_at)
-			SELECT $1, $2, $3, $4, $5, d.position, sha256($6 || int8send(d.position)), $8, $9 FROM d
+			SELECT $1, $2, $3, $4, $5, d.position, d.fingerprint, $8, $9 FROM d
 			ON CONFLICT (tenant_id, conversation_id, fingerprint) DO NOTHING
 			RETURNING id)
-		SELECT m.id, d.position, set_config('app.captured_message', coalesce(m.id::text, ''), true) FROM d LEFT JOIN m ON true`
+		SELECT m.id, d.position, d.fingerprint, set_config('app.captured_message', coalesce(m.id::text, ''), true) FROM d LEFT JOIN m ON true`
 	// appendedRecent is how many of a conversation's newest questions an
 	// appended one is matched against: more than the sub-agents a harness
 	// runs at once in one session.
@@ -266,13 +265,15 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		msg = b.Queue(insertMessageSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
 			c.Position, c.Fingerprint, c.Interrupted, c.CreatedAt)
 	}
-	out.Position = c.Position
+	// A duplicate is read back by where the message was found, which an
+	// appended one learns from the statement.
+	at := c
 	msg.Query(func(rows pgx.Rows) error {
 		var id *int64
 		var pos int32
 		var set string
-		_, err := pgx.ForEachRow(rows, []any{&id, &pos, &set}, func() error {
-			inserted, out.Position = id != nil, int(pos)
+		_, err := pgx.ForEachRow(rows, []any{&id, &pos, &at.Fingerprint, &set}, func() error {
+			inserted, at.Position = id != nil, int(pos)
 			if id != nil {
 				out.MessageID = *id
 			}
@@ -365,14 +366,17 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, err
 	}
+	out.Position = at.Position
 	if !inserted {
 		// Nothing was written; what was stored before is read in the
 		// same transaction (its tenant setting), before it ends.
-		if c.Appended {
-			c = placed(c, out.Position)
+		if c.Appended && at.SentAfter > 0 {
+			// The exchange the request sends after the message moves
+			// with it.
+			at.SentAfter += at.Position - c.Position
 		}
 		var err error
-		if out, err = storedBefore(ctx, conn, c); err != nil {
+		if out, err = storedBefore(ctx, conn, at); err != nil {
 			return Captured{}, err
 		}
 	} else {
@@ -390,20 +394,6 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		return Captured{}, fmt.Errorf("commit: %w", err)
 	}
 	return out, nil
-}
-
-// placed is an appended capture as it would have been sent had the
-// request held the conversation's history: at pos, with the fingerprint
-// the store made there, and the exchange after it moved along.
-func placed(c Capture, pos int) Capture {
-	if c.SentAfter > 0 {
-		c.SentAfter += pos - c.Position
-	}
-	h := sha256.New()
-	h.Write(c.Fingerprint)
-	h.Write(binary.BigEndian.AppendUint64(nil, uint64(pos)))
-	c.Fingerprint, c.Position, c.Appended = h.Sum(nil), pos, false
-	return c
 }
 
 // coveredVersions are the versions every item with rows has a row for,
