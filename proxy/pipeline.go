@@ -375,7 +375,7 @@ func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn, store
 		return nil, nil
 	}
 	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.posBase + t.in.live, Hints: t.hints(), Stored: stored,
-		Appended: t.in.historyless()}
+		Appended: t.in.historyless(), CommitApart: true}
 	if t.in.live < len(t.in.messages)-1 {
 		m.SentAfter = t.in.posBase + len(t.in.messages) // a tool exchange in flight follows
 	}

@@ -87,8 +87,11 @@ type CaptureResult struct {
 	Floor   Rounds // the cheapest durable commit (commitFloor)
 	Trip    Rounds // SELECT 1
 	Capture Rounds // engine.Capture of one chat message
-	Words   int    // mean words per captured message
-	Tokens  int    // mean model tokens per captured message
+	// Apart is a live question's capture, which sends COMMIT as a round
+	// trip of its own (memory.Message.CommitApart), on an untraced engine.
+	Apart  Rounds
+	Words  int // mean words per captured message
+	Tokens int // mean model tokens per captured message
 
 	// Statements is where a capture's time goes, per statement, as the
 	// client sees it (mean per capture).
@@ -143,29 +146,47 @@ func runCapture(ctx context.Context, db *store.DB, dbURL string, k *kit, t *Tena
 	}
 	res.Words, res.Tokens = words/len(msgs), tokens/len(msgs)
 
-	pos := 0
+	// The live questions go to a conversation of their own: in serving a
+	// question and its reply are captured one after the other too.
+	qconv, err := db.EnsureConversation(ctx, t.ID, t.Users[0], "h:bench-capture-live", "capture live")
+	if err != nil {
+		return nil, err
+	}
+	qwho := who
+	qwho.ConversationID = qconv
+	apartEng := k.engineWith(db, bw.w)
+	pos, qpos := 0, 0
 	capture := func() error {
 		_, err := eng.Capture(ctx, memory.Message{Who: who, Role: []string{"user", "assistant"}[pos%2], Text: msgs[pos], Position: pos})
 		pos++
+		return err
+	}
+	apart := func() error {
+		_, err := apartEng.Capture(ctx, memory.Message{Who: qwho, Role: "user", Text: msgs[len(msgs)-1-qpos%len(msgs)], Position: 2 * qpos, CommitApart: true})
+		qpos++
 		return err
 	}
 	for range 20 { // warm the pool's connections and the statement caches
 		if err := capture(); err != nil {
 			return nil, fmt.Errorf("capture: %w", err)
 		}
+		if err := apart(); err != nil {
+			return nil, fmt.Errorf("capture: %w", err)
+		}
 	}
 	tr.reset()
-	var floor, trip, capt [][]time.Duration
+	var floor, trip, capt, apt [][]time.Duration
 	for round := range cfg.Rounds {
 		lg.printf("capture: round %d/%d", round+1, cfg.Rounds)
-		var f, tr, c []time.Duration
+		var f, tr, c, a []time.Duration
 		for i := range cfg.CaptureN {
 			steps := []func() error{
 				func() error { return commitFloor(ctx, db, t) },
 				func() error { _, err := db.Pool.Exec(ctx, "SELECT 1"); return err },
 				capture,
+				apart,
 			}
-			dst := []*[]time.Duration{&f, &tr, &c}
+			dst := []*[]time.Duration{&f, &tr, &c, &a}
 			for j := range steps {
 				k := (i + j) % len(steps) // rotate the order
 				t0 := time.Now()
@@ -175,9 +196,9 @@ func runCapture(ctx context.Context, db *store.DB, dbURL string, k *kit, t *Tena
 				*dst[k] = append(*dst[k], time.Since(t0))
 			}
 		}
-		floor, trip, capt = append(floor, f), append(trip, tr), append(capt, c)
+		floor, trip, capt, apt = append(floor, f), append(trip, tr), append(capt, c), append(apt, a)
 	}
-	res.Floor, res.Trip, res.Capture = Fold(floor), Fold(trip), Fold(capt)
+	res.Floor, res.Trip, res.Capture, res.Apart = Fold(floor), Fold(trip), Fold(capt), Fold(apt)
 	res.Statements = tr.per(cfg.CaptureN * cfg.Rounds)
 
 	lg.printf("capture: import of %d turns", cfg.ImportTurns)

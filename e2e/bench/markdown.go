@@ -312,13 +312,21 @@ func (r *Report) capture(m *mdw) {
 	m.p("One chat message (%d words, %d model tokens on average) stored through `memory.Engine.Capture`, in", c.Words, c.Tokens)
 	m.p("turn with the commit floor (the cheapest transaction that must wait for the WAL flush: one row rewritten")
 	m.p("unchanged, then COMMIT) and a bare round trip. %d of each per round; milliseconds.", c.Capture.N)
+	m.p("A message's statements and its COMMIT go out as one batch, as a reply's and an import line's do. A live")
+	m.p("question's capture sends COMMIT as a round trip of its own once its statements succeeded (a request refused")
+	m.p("when its capture fails must leave nothing; in serving the frame's candidates and render run while it flushes,")
+	m.p("§2): its row, in the same rotation, is not in the target.")
 	m.p("")
-	m.table([]string{"", "p50", "p99", "p50 spread"}, [][]string{
+	rows := [][]string{
 		{"round trip (`SELECT 1`)", ms(c.Trip.P50), ms(c.Trip.P99), spread(c.Trip.P50Lo, c.Trip.P50Hi)},
 		{"commit floor", ms(c.Floor.P50), ms(c.Floor.P99), spread(c.Floor.P50Lo, c.Floor.P50Hi)},
 		{"capture of one message", ms(c.Capture.P50), ms(c.Capture.P99), spread(c.Capture.P50Lo, c.Capture.P50Hi)},
 		{"**capture minus floor**", "**" + ms(c.Capture.P50-c.Floor.P50) + "**", ms(c.Capture.P99 - c.Floor.P99), ""},
-	})
+	}
+	if c.Apart.N > 0 {
+		rows = append(rows, []string{"live question, COMMIT apart", ms(c.Apart.P50), ms(c.Apart.P99), spread(c.Apart.P50Lo, c.Apart.P50Hi)})
+	}
+	m.table([]string{"", "p50", "p99", "p50 spread"}, rows)
 	if len(c.Statements) > 0 {
 		m.p("Where a capture's time goes, per statement as the client sees it (mean ms per capture, pgx tracer):")
 		m.p("%s.", stmtList(c.Statements))

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -132,15 +133,20 @@ func (r *Report) notes(m *mdw) {
 	if c := r.Capture; c != nil && has("capture") {
 		over := c.Capture.P50 - c.Floor.P50
 		m.p("**Capture (§3).** A capture costs %s ms more than the commit floor at p50.", ms(over))
-		var commit, rest time.Duration
+		// Statements out less than every other capture are not the
+		// capture's own (the counts' fold, now and then: statsfold.go).
+		var commit, rest, other time.Duration
 		n := 0.0
 		for _, st := range c.Statements {
-			if st.Name == "commit" {
+			switch {
+			case st.Count < 0.5:
+				other += st.Each
+			case st.Name == "commit":
 				commit = st.Each
-				continue
+			default:
+				rest += st.Each
+				n += st.Count
 			}
-			rest += st.Each
-			n += st.Count
 		}
 		if len(c.Statements) > 0 {
 			if commit == 0 {
@@ -155,12 +161,19 @@ func (r *Report) notes(m *mdw) {
 			if commit == 0 {
 				which = "Its"
 			}
-			if n == 1 { // the statements' one batch
+			if math.Round(n) == 1 { // the statements' one batch
 				m.p("%s round trip (its statements, one batch) takes %s ms: a bare round trip (%s ms) plus the work (indexes,", which, ms(rest), ms(c.Trip.P50))
 			} else {
 				m.p("%s %.0f round trips take %s ms together, each a round trip (%s ms bare) plus its work (indexes,", which, n, ms(rest), ms(c.Trip.P50))
 			}
 			m.p("the birth-record trigger on items).")
+			if other > 0 {
+				m.p("The term and corpus counts' fold, now and then, adds %s ms per capture on average.", ms(other))
+			}
+		}
+		if c.Apart.N > 0 {
+			m.p("A live question's capture, COMMIT apart, takes %s ms at p50: %s ms more, about one round trip.",
+				ms(c.Apart.P50), ms(c.Apart.P50-c.Capture.P50))
 		}
 		m.p("")
 	}

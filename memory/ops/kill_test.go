@@ -187,8 +187,9 @@ const (
 // test binary again with only this function, as the serving process it
 // kills. It captures twelve turns and lets its chain writer catch up
 // ("caught up SEQ"), captures eight more and says "paused"; on a line from
-// stdin it starts a catch-up and a capture at once, and waits to be
-// killed inside both.
+// stdin it starts a catch-up and two captures at once, a live question's
+// (committed apart) in the first conversation and one sent whole with its
+// COMMIT in the second, and waits to be killed inside all three.
 func TestChainHelperProcess(t *testing.T) {
 	if os.Getenv(chainHelperEnv) == "" {
 		return
@@ -236,13 +237,20 @@ func TestChainHelperProcess(t *testing.T) {
 	fmt.Println("paused")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	go func() { fmt.Println("caught up", w.CatchUp(ctx, ids[0])) }()
-	go func() { f.discuss(t, eng, c1, 10, 1); fmt.Println("captured") }()
+	for _, m := range []memory.Message{
+		{Who: c1, Role: "user", Text: "the question the kill refuses", Position: 10, CommitApart: true},
+		{Who: c2, Role: "user", Text: "the message sent whole", Position: 10},
+	} {
+		go func() { _, err := eng.Capture(ctx, m); fmt.Println("captured", err) }()
+	}
 	select {} // never returns: the parent kills it
 }
 
-// TestChainSurvivesKill kills (SIGKILL) a serving process while a capture
-// waits inside its transaction and the chain writer inside the one that
-// stores its edges and watermark. Neither leaves anything: the graph and
+// TestChainSurvivesKill kills (SIGKILL) a serving process while two
+// captures wait inside their transactions and the chain writer inside the
+// one that stores its edges and watermark. The writer and the capture
+// committed apart leave nothing; the capture sent whole with its COMMIT
+// is stored once the head comes free, past the watermark. The graph and
 // watermark are those of the last committed catch-up, consistent with a
 // rebuild up to it; a new writer (the restart) resumes from that
 // watermark, and integrity, the chain rebuild included, is clean.
@@ -315,7 +323,7 @@ func TestChainSurvivesKill(t *testing.T) {
 	if _, err := fmt.Fprintln(stdin, "go"); err != nil {
 		t.Fatal(err)
 	}
-	f.await(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app, 2)
+	f.await(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app, 3)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -353,8 +361,12 @@ func TestChainSurvivesKill(t *testing.T) {
 	if at, err := f.db.ChainHead(ctx, f.nt.TenantID); err != nil || at != mark {
 		t.Fatalf("after the kill the watermark is %d (%v), want the committed %d", at, err, mark)
 	}
-	if n := f.int64(t, `SELECT count(*) FROM messages WHERE tenant_id = $1`, f.nt.TenantID); n != 20 || head.Seq <= mark {
-		t.Fatalf("after the kill %d messages at head %d, want the 20 committed past watermark %d", n, head.Seq, mark)
+	if n := f.int64(t, `SELECT count(*) FROM messages WHERE tenant_id = $1`, f.nt.TenantID); n != 21 || head.Seq <= mark {
+		t.Fatalf("after the kill %d messages at head %d, want the 20 committed and the one sent whole past watermark %d", n, head.Seq, mark)
+	}
+	if n := f.int64(t, `SELECT count(*) FROM messages WHERE tenant_id = $1 AND position = 10 AND conversation_id = $2`,
+		f.nt.TenantID, a2.ConversationID); n != 1 {
+		t.Fatalf("%d messages sent whole stored, want 1", n)
 	}
 	before, want := edges(mark)
 	if len(before) == 0 || !slices.Equal(before, want) {

@@ -77,7 +77,17 @@ type Capture struct {
 	// frame built beside the capture), goes on while the commit flushes.
 	// Nothing may leave the process on it alone: the commit can still fail.
 	// It must return at once: the transaction, and its locks, wait on it.
+	// A capture with Stored set commits apart, as CommitApart says.
 	Stored func(Captured)
+	// CommitApart sends COMMIT as a round trip of its own, once every
+	// statement was seen to succeed, for a capture whose failure refuses
+	// its request (the live question: a 503, nothing forwarded): a process
+	// killed, or a context ended, while it waits for a lock leaves nothing
+	// behind the refusal. Other captures (a reply already answered, an
+	// import line) queue COMMIT with their statements: one round trip less
+	// while the tenant's head is locked, and a capture the process sent
+	// whole is stored even if the process dies before it is answered.
+	CommitApart bool
 }
 
 // Captured reports what a capture stored.
@@ -223,13 +233,14 @@ const BornPeak = 1.0
 // retry: nothing is written and Duplicate is set.
 //
 // Capture sits on every turn's path, so every statement of the
-// transaction goes out as one pipelined batch, one round trip, and COMMIT
-// as a second once they all succeeded: the statements take the ids they
-// need from the ones before them in the database (capturedSQL, the items by
-// part), not from the client. COMMIT stays out of the batch so that only a
-// client that saw every statement succeed commits: a process killed (or a
-// context ended) while its capture waits for a lock leaves nothing, where a
-// queued COMMIT would commit once the lock came free.
+// transaction goes out as one pipelined batch, one round trip, with COMMIT
+// queued after them: the statements take the ids they need from the ones
+// before them in the database (capturedSQL, the items by part), not from
+// the client, and a failing one skips the rest, COMMIT too. A capture that
+// commits apart (Capture.CommitApart, Stored) sends COMMIT as a second
+// round trip once they all succeeded: only a client that saw every
+// statement succeed commits it, where a queued COMMIT commits once a lock
+// the capture waits for comes free, whatever became of the client.
 func (db *DB) Capture(ctx context.Context, c Capture) (Captured, error) {
 	if len(c.Items) == 0 {
 		return Captured{}, fmt.Errorf("capture: message has no items")
@@ -254,6 +265,8 @@ func (db *DB) Capture(ctx context.Context, c Capture) (Captured, error) {
 func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured, error) {
 	var out Captured
 	inserted := false
+	// open: a transaction is left for the second round trip to commit.
+	open := c.CommitApart || c.Stored != nil || db.afterMessage != nil
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(setTenantGenericSQL, strconv.FormatInt(c.TenantID, 10))
@@ -363,13 +376,26 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	if len(c.Sources) > 0 {
 		b.Queue(insertReplySourcesSQL, c.TenantID, c.Sources, c.UserID)
 	}
+	if !open {
+		b.Queue(`COMMIT`)
+	}
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, err
 	}
 	out.Position = at.Position
 	if !inserted {
-		// Nothing was written; what was stored before is read in the
-		// same transaction (its tenant setting), before it ends.
+		// Nothing was written; what was stored before is read under the
+		// tenant setting, in the capture's transaction or, once that has
+		// committed, in one of its own.
+		if !open {
+			rb := &pgx.Batch{}
+			rb.Queue(`BEGIN`)
+			rb.Queue(setTenantGenericSQL, strconv.FormatInt(c.TenantID, 10))
+			if err := conn.SendBatch(ctx, rb).Close(); err != nil {
+				return Captured{}, fmt.Errorf("read stored message: %w", err)
+			}
+			open = true
+		}
 		if c.Appended && at.SentAfter > 0 {
 			// The exchange the request sends after the message moves
 			// with it.
@@ -390,8 +416,10 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	if c.Stored != nil {
 		c.Stored(out)
 	}
-	if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
-		return Captured{}, fmt.Errorf("commit: %w", err)
+	if open {
+		if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
+			return Captured{}, fmt.Errorf("commit: %w", err)
+		}
 	}
 	return out, nil
 }
