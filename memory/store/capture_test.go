@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/perpetuity/perpetuity/memory/store"
@@ -245,5 +248,55 @@ func TestCaptureStoredBeforeCommit(t *testing.T) {
 		if visible != want {
 			t.Fatalf("%s: %d of the items visible to another connection inside Stored, want %d", c.name, visible, want)
 		}
+	}
+}
+
+// TestCaptureItemTokens: each item keeps its own tokens, in order, whether
+// a message's items go in one statement or, a long message's, in several
+// (capture.go itemsPerStatement), an item without tokens included.
+func TestCaptureItemTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := ownerOf(t, db)
+	for _, n := range []int{1, 3, 16, 17, 40} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "tokens-"+strconv.Itoa(n), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var items []store.CaptureItem
+			var want []string
+			for i := range n {
+				it := item("part "+strconv.Itoa(i)+" ", 1)
+				// Item i has i%4 tokens; some repeat another item's.
+				it.Tokens = nil
+				for j := range i % 4 {
+					it.Tokens = append(it.Tokens, "t"+strconv.Itoa((i+j)%5)+"-"+strconv.Itoa(j))
+				}
+				items = append(items, it)
+				want = append(want, strings.Join(it.Tokens, " "))
+			}
+			if _, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
+				Fingerprint: []byte("fp"), CreatedAt: time.Now(), ClockAdvance: 1, Items: items}); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := owner.Query(ctx, `SELECT array_to_string(tokens, ' ') FROM items
+				WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY part`, nt.TenantID, conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("tokens stored per item:\n got %q\nwant %q", got, want)
+			}
+		})
 	}
 }
