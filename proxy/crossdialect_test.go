@@ -134,6 +134,12 @@ func TestCrossDialect(t *testing.T) {
 				wantStored == 2 && (stored[1].Role != "assistant" || stored[1].Text != c.reply.Text || stored[1].Interrupted) {
 				t.Fatalf("stored %+v", stored)
 			}
+			// The question's capture refuses the request when it fails, so
+			// it commits only once seen to succeed; the reply's, after the
+			// response, goes with its COMMIT (store.Capture.CommitApart).
+			if !stored[0].CommitApart || wantStored == 2 && stored[1].CommitApart {
+				t.Fatalf("question commits apart %v, reply %v", stored[0].CommitApart, wantStored == 2 && stored[1].CommitApart)
+			}
 			recs := tp.dir.Records()
 			if len(recs) != 1 || recs[0].Provider != c.provider || recs[0].Status != 200 || recs[0].TokensIn == 0 || recs[0].TokensOut == 0 {
 				t.Fatalf("request records %+v", recs)

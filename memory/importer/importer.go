@@ -237,8 +237,11 @@ func (im *Importer) conversation(ctx context.Context, who memory.Who, c Conversa
 	res.Conversations = 1
 	for i, t := range c.Turns {
 		sctx, cancel := im.step(ctx)
+		// Committed apart: what the import stored is what the limits
+		// charge, so a line whose capture failed, or outlasted a client
+		// that left, must not be stored behind the count's back.
 		got, err := im.cap.Capture(sctx, memory.Message{
-			Who: who, Role: t.Role, Speaker: t.Speaker, Text: t.Text, Position: i, At: t.At,
+			Who: who, Role: t.Role, Speaker: t.Speaker, Text: t.Text, Position: i, At: t.At, CommitApart: true,
 		})
 		cancel()
 		if err != nil {

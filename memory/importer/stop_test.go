@@ -194,6 +194,34 @@ func (s *stall) Capture(ctx context.Context, m memory.Message) (store.Captured, 
 	return s.next.Capture(ctx, m)
 }
 
+// apart records whether each capture asked to commit apart.
+type apart struct {
+	next importer.Capturer
+	got  []bool
+}
+
+func (a *apart) Capture(ctx context.Context, m memory.Message) (store.Captured, error) {
+	a.got = append(a.got, m.CommitApart)
+	return a.next.Capture(ctx, m)
+}
+
+// TestImportCommitsApart: every turn's capture commits only once the
+// importer saw it succeed (store.Capture.CommitApart), so what the import
+// counts, and the limits charge, is what it stored: a capture queued with
+// its COMMIT could be stored after the client left and the count ended.
+func TestImportCommitsApart(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a := &apart{next: f.eng}
+	res, err := importer.New(f.db, a).Import(context.Background(), f.who(), strings.NewReader(lines("apart-", 2, 3)), nil)
+	if err != nil || res.Turns != 6 {
+		t.Fatalf("import: %+v, %v", res, err)
+	}
+	if !slices.Equal(a.got, slices.Repeat([]bool{true}, 6)) {
+		t.Fatalf("captures committing apart: %v", a.got)
+	}
+}
+
 // TestImportCaptureTimeout: the line in flight is detached from the
 // caller, so a stalled capture ends at the capture timeout, not never.
 func TestImportCaptureTimeout(t *testing.T) {

@@ -81,12 +81,13 @@ type Capture struct {
 	Stored func(Captured)
 	// CommitApart sends COMMIT as a round trip of its own, once every
 	// statement was seen to succeed, for a capture whose failure refuses
-	// its request (the live question: a 503, nothing forwarded): a process
-	// killed, or a context ended, while it waits for a lock leaves nothing
-	// behind the refusal. Other captures (a reply already answered, an
-	// import line) queue COMMIT with their statements: one round trip less
-	// while the tenant's head is locked, and a capture the process sent
-	// whole is stored even if the process dies before it is answered.
+	// its request (the live question: a 503, nothing forwarded), or whose
+	// count is charged (an import line): a process killed, or a context
+	// ended, while it waits for a lock leaves nothing behind the caller's
+	// back. Other captures (a reply already answered) queue COMMIT with
+	// their statements: one round trip less while the tenant's head is
+	// locked, and a capture the process sent whole is stored even if the
+	// process dies before it is answered.
 	CommitApart bool
 }
 
