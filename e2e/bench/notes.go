@@ -172,8 +172,8 @@ func (r *Report) notes(m *mdw) {
 			}
 		}
 		if c.Apart.N > 0 {
-			m.p("A live question's capture, COMMIT apart, takes %s ms at p50: %s ms more, about one round trip.",
-				ms(c.Apart.P50), ms(c.Apart.P50-c.Capture.P50))
+			m.p("A live question's capture, COMMIT apart, takes %s ms at p50, %s ms more (a bare round trip: %s ms).",
+				ms(c.Apart.P50), ms(c.Apart.P50-c.Capture.P50), ms(c.Trip.P50))
 		}
 		m.p("")
 	}

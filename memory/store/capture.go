@@ -84,10 +84,13 @@ type Capture struct {
 	// its request (the live question: a 503, nothing forwarded), or whose
 	// count is charged (an import line): a process killed, or a context
 	// ended, while it waits for a lock leaves nothing behind the caller's
-	// back. Other captures (a reply already answered) queue COMMIT with
-	// their statements: one round trip less while the tenant's head is
-	// locked, and a capture the process sent whole is stored even if the
-	// process dies before it is answered.
+	// back (only one whose COMMIT was already sent may commit unseen).
+	// Other captures (a reply already answered) queue COMMIT with their
+	// statements: one round trip less while the tenant's head is locked,
+	// and a capture whose batch reached the database is stored even if the
+	// process dies before the answer (unless the statements' results,
+	// hundreds of items' ids, fill the server's output buffer first: it
+	// then finds the client gone and rolls back).
 	CommitApart bool
 }
 
@@ -192,9 +195,10 @@ const (
 		WHERE ` + capturedSQL + ` IS NOT NULL AND k.v <> ALL ($2::int[])
 		ORDER BY k.v LIMIT 1`
 	// The items take the clock and head this transaction has just advanced
-	// (and holds locked), read back in the same batch. Their tokens come
-	// as one array, item i's ending at $11[i]: a text[] needs no
-	// conversion, where one array per item would have to travel as JSON.
+	// (and holds locked), read back in the same batch. The tokens of the
+	// statement's items come as one array, item i's ending at $11[i]: a
+	// text[] needs no conversion, where one array per item would have to
+	// travel as JSON.
 	insertItemsSQL = `INSERT INTO items
 		(tenant_id, message_id, user_id, conversation_id, role, speaker, part, body, tokens, token_count,
 		 born_clock, born_at, tau, novelty, seq)
@@ -365,6 +369,11 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		b.Queue(`COMMIT`)
 	}
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		if !open && conn.PgConn().IsClosed() {
+			// The connection went (a context ended, the database went
+			// away) with the COMMIT sent: the database may have run it.
+			err = fmt.Errorf("%w (the connection closed after its COMMIT was sent: the message may be stored)", err)
+		}
 		return out, err
 	}
 	out.Position = at.Position

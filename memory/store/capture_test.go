@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -296,6 +297,84 @@ func TestCaptureItemTokens(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("tokens stored per item:\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+// TestCaptureCancelledWhileWaiting: a capture whose context ends while it
+// waits for the tenant's head. Committed apart (the live question's), it
+// leaves nothing, whenever the lock comes free. Sent with its COMMIT (a
+// reply's), it is stored or not as the race goes between pgx's cancel
+// request (sent as it closes the connection) and the lock coming free,
+// and its error says it may be stored. (A killed process sends no cancel:
+// TestChainSurvivesKill in memory/ops.)
+func TestCaptureCancelledWhileWaiting(t *testing.T) {
+	t.Parallel()
+	for _, apart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("apart=%v", apart), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			app := "outlives-" + strconv.FormatBool(apart) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			db, err := store.Open(ctx, dbtest.Shared(t)+"&pool_max_conns=1&application_name="+app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(db.Close)
+			nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner := ownerOf(t, db)
+			tx, err := owner.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // rolled back below
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM tenant_heads WHERE tenant_id = $1 FOR UPDATE`, nt.TenantID); err != nil {
+				t.Fatal(err)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			_, err = db.Capture(cctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "assistant",
+				Fingerprint: []byte("r"), CreatedAt: time.Now(), ClockAdvance: 1, Items: []store.CaptureItem{item("a reply", 1)}, CommitApart: apart})
+			cancel()
+			if err == nil {
+				t.Fatal("the capture returned while the head was held")
+			}
+			if unsure := strings.Contains(err.Error(), "may be stored"); unsure == apart {
+				t.Fatalf("error %q: says it may be stored %v, committed apart %v", err, unsure, apart)
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The capture's backend is done once its statement is
+			// cancelled, or, the cancel coming late, once the head is
+			// free and it committed or found its client gone.
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				var n int
+				if err := owner.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle' AND pid <> pg_backend_pid()`, app).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					var st, we, q string
+					owner.QueryRow(ctx, `SELECT state, coalesce(wait_event_type,'')||':'||coalesce(wait_event,''), query FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle' AND pid <> pg_backend_pid()`, app).Scan(&st, &we, &q)
+					t.Fatalf("%d backends of the capture still busy: %s %s %s", n, st, we, q)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			var stored int
+			if err := owner.QueryRow(ctx, `SELECT count(*) FROM items WHERE tenant_id = $1`, nt.TenantID).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			if apart && stored != 0 {
+				t.Fatalf("%d items stored by the cancelled capture committed apart", stored)
 			}
 		})
 	}
