@@ -39,6 +39,7 @@ type Config struct {
 	DrainReadyDelay   time.Duration    // PERPETUITY_DRAIN_READY_DELAY
 	DrainTimeout      time.Duration    // PERPETUITY_DRAIN_TIMEOUT
 	InspectRetention  time.Duration    // PERPETUITY_INSPECT_RETENTION
+	MetricsToken      string           // PERPETUITY_METRICS_TOKEN
 }
 
 type envVar struct {
@@ -71,6 +72,7 @@ var envVars = []envVar{
 	{"PERPETUITY_KEY_USERS_PER_DAY", "1000", "New memory users each key may create per UTC day (`X-Perpetuity-User`, a user field that is the identity, an import line's `user`); past it such requests get a 429, existing users still work. 0 is unlimited."},
 	{"PERPETUITY_INSPECT_RETENTION", "168h", "How long the console's request inspector keeps what each request's provider received from memory and answered (frame, tool calls, reply); 0 keeps none. Purged with the user."},
 	{"PERPETUITY_ARENA_BUDGET", "0", "Most memory the resident arenas may take, in bytes or with a suffix (`512MiB`, `2GiB`, `4GB`); past it the least recently used tenant's arena is evicted and reloads on its next request. 0 is unlimited (every tenant used stays loaded). Otherwise at least 1MiB; see the README's Scaling out."},
+	{"PERPETUITY_METRICS_TOKEN", "", "When set (at least 16 characters), `GET /metrics` answers only `Authorization: Bearer` with it, others 401; empty leaves it open, for a scraper on a private network."},
 	{"PERPETUITY_SHARD", "", "`i/n` (e.g. `2/3`): this replica owns the tenants whose id hashes to share i of n and warms only those at start; it still serves any tenant it is sent. Empty owns (and warms) every tenant."},
 }
 
@@ -203,8 +205,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PERPETUITY_INSPECT_RETENTION: want a duration such as 168h, or 0 to keep no records")
 	}
 	c.InspectRetention = ir
+	// A short token is one a scraper's neighbours could guess; never
+	// quoted back, it is a secret.
+	if c.MetricsToken = get("PERPETUITY_METRICS_TOKEN"); c.MetricsToken != "" && len(c.MetricsToken) < minMetricsToken {
+		return c, fmt.Errorf("PERPETUITY_METRICS_TOKEN: want at least %d characters, or none to leave /metrics open", minMetricsToken)
+	}
 	return c, nil
 }
+
+const minMetricsToken = 16
 
 func envDefault(name string) string {
 	for _, e := range envVars {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -210,6 +211,19 @@ func keyPrefix(c echo.Context) string {
 	return p
 }
 
-func (m *metrics) handler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+// handler serves the registry; with a token, only to a request bearing it
+// (compared in constant time), as a scraper sends it.
+func (m *metrics) handler(token string) echo.HandlerFunc {
+	serve := echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	if token == "" {
+		return serve
+	}
+	want := []byte("Bearer " + token)
+	return func(c echo.Context) error {
+		if subtle.ConstantTimeCompare([]byte(c.Request().Header.Get(echo.HeaderAuthorization)), want) != 1 {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="metrics"`)
+			return c.String(http.StatusUnauthorized, "metrics need the bearer token PERPETUITY_METRICS_TOKEN sets\n")
+		}
+		return serve(c)
+	}
 }

@@ -81,7 +81,7 @@ func serve(ctx context.Context, e env, cfg Config, ready func(addr string)) erro
 	met := newMetrics(eng)
 	ec := NewRouter(log, met.middleware)
 	ec.IPExtractor = ipExtractor(cfg.TrustedProxies)
-	ec.GET("/metrics", met.handler())
+	ec.GET("/metrics", met.handler(cfg.MetricsToken))
 	px.Register(ec)
 	mountImport(ec, importer.New(proxy.ImportDirectory{Store: db, PerDay: cfg.KeyUsersPerDay}, eng, importer.CaptureTimeout(cfg.CaptureTimeout)), px, cfg.MaxBodyBytes, log)
 	ec.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
