@@ -379,24 +379,14 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	out.Position = at.Position
 	if !inserted {
 		// Nothing was written; what was stored before is read under the
-		// tenant setting, in the capture's transaction or, once that has
-		// committed, in one of its own.
-		if !open {
-			rb := &pgx.Batch{}
-			rb.Queue(`BEGIN`)
-			rb.Queue(setTenantGenericSQL, strconv.FormatInt(c.TenantID, 10))
-			if err := conn.SendBatch(ctx, rb).Close(); err != nil {
-				return Captured{}, fmt.Errorf("read stored message: %w", err)
-			}
-			open = true
-		}
+		// tenant setting (storedBefore).
 		if c.Appended && at.SentAfter > 0 {
 			// The exchange the request sends after the message moves
 			// with it.
 			at.SentAfter += at.Position - c.Position
 		}
 		var err error
-		if out, err = storedBefore(ctx, conn, at); err != nil {
+		if out, err = storedBefore(ctx, conn, at, open); err != nil {
 			return Captured{}, err
 		}
 	} else {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -31,23 +32,31 @@ const storedBeforeSQL = `WITH live AS (
 
 // storedBefore is what a capture that stored nothing reports: the stored
 // message's items, and those of the turns the request sends again after it.
-func storedBefore(ctx context.Context, conn *pgx.Conn, c Capture) (Captured, error) {
+// It is read in the capture's transaction when that is still open (its
+// tenant setting); after a capture whose COMMIT went with its statements,
+// in an implicit transaction of its own, the tenant set in the same batch.
+// One round trip either way.
+func storedBefore(ctx context.Context, conn *pgx.Conn, c Capture, open bool) (Captured, error) {
 	out := Captured{Duplicate: true, Position: c.Position}
-	rows, err := conn.Query(ctx, storedBeforeSQL, c.TenantID, c.ConversationID, c.Fingerprint, c.UserID,
-		c.Position, c.SentAfter, sentAfterLimit)
-	if err != nil {
-		return out, fmt.Errorf("read stored message: %w", err)
+	b := &pgx.Batch{}
+	if !open {
+		b.Queue(setTenantGenericSQL, strconv.FormatInt(c.TenantID, 10))
 	}
-	var id int64
-	var own bool
-	if _, err := pgx.ForEachRow(rows, []any{&id, &own, &out.Erased}, func() error {
-		if own {
-			out.ItemIDs = append(out.ItemIDs, id)
-		} else {
-			out.SentAfter = append(out.SentAfter, id)
-		}
-		return nil
-	}); err != nil {
+	b.Queue(storedBeforeSQL, c.TenantID, c.ConversationID, c.Fingerprint, c.UserID,
+		c.Position, c.SentAfter, sentAfterLimit).Query(func(rows pgx.Rows) error {
+		var id int64
+		var own bool
+		_, err := pgx.ForEachRow(rows, []any{&id, &own, &out.Erased}, func() error {
+			if own {
+				out.ItemIDs = append(out.ItemIDs, id)
+			} else {
+				out.SentAfter = append(out.SentAfter, id)
+			}
+			return nil
+		})
+		return err
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return out, fmt.Errorf("read stored message: %w", err)
 	}
 	return out, nil
