@@ -47,9 +47,10 @@ type Message struct {
 	// Stored, when set, learns what the capture stored before its commit
 	// returns (store.Capture's): FrameBeside's frame goes on with it.
 	Stored func(store.Captured)
-	// CommitApart: the caller refuses its request when the capture fails
-	// (the live question), so the capture commits only once the caller saw
-	// it succeed (store.Capture's).
+	// CommitApart: the capture commits only once the caller saw it
+	// succeed (store.Capture's), for a caller that refuses its request when
+	// the capture fails (the live question) or charges what it stored (an
+	// import line).
 	CommitApart bool
 }
 
