@@ -90,11 +90,11 @@ func TestFrameBesideEqualsFrameAfterCapture(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cb, fb, err := beside.eng.FrameBeside(ctx, q(wb), func(stored func(store.Captured)) (store.Captured, error) {
+				cb, fb, err := beside.eng.FrameBeside(ctx, q(wb), func(b memory.Beside) (store.Captured, error) {
 					time.Sleep(hold.before)
 					m := msg(wb)
 					m.Stored = func(c store.Captured) {
-						stored(c)
+						b.Stored(c)
 						time.Sleep(hold.after)
 					}
 					return beside.eng.Capture(context.Background(), m)
@@ -144,7 +144,7 @@ func TestFrameBesideFailedCapture(t *testing.T) {
 	boom := errors.New("database went away")
 	returned := false
 	_, _, err := f.eng.FrameBeside(context.Background(), memory.FrameQuery{Who: w, Live: "the database?", Now: time.Now()},
-		func(func(store.Captured)) (store.Captured, error) {
+		func(memory.Beside) (store.Captured, error) {
 			time.Sleep(30 * time.Millisecond)
 			returned = true
 			return store.Captured{}, boom
@@ -176,9 +176,9 @@ func TestFrameBesideCapturePanics(t *testing.T) {
 			w := f.who(t, "alice", "panics "+tc.name)
 			f.say(t, w, "user", "Something to find about the harbour", 0)
 			_, _, err := f.eng.FrameBeside(context.Background(), memory.FrameQuery{Who: w, Live: "the harbour?", Now: time.Now()},
-				func(stored func(store.Captured)) (store.Captured, error) {
+				func(b memory.Beside) (store.Captured, error) {
 					if tc.stored {
-						stored(store.Captured{MessageID: 1, ItemIDs: []int64{1 << 40}})
+						b.Stored(store.Captured{MessageID: 1, ItemIDs: []int64{1 << 40}})
 						time.Sleep(20 * time.Millisecond) // the frame goes on meanwhile
 					}
 					var ids []int64
@@ -246,10 +246,10 @@ func TestFrameBesideRendersBeforeCommit(t *testing.T) {
 			boom := errors.New("commit failed")
 			var waited bool
 			_, fr, err := f.eng.FrameBeside(ctx, memory.FrameQuery{Who: w, Live: "Where is the spare key?", Now: time.Now()},
-				func(stored func(store.Captured)) (store.Captured, error) {
+				func(b memory.Beside) (store.Captured, error) {
 					m := memory.Message{Who: w, Role: "user", Text: "Where is the spare key?", Position: 2, At: time.Now()}
 					m.Stored = func(c store.Captured) {
-						stored(c)
+						b.Stored(c)
 						select {
 						case <-rendered:
 							waited = true
@@ -299,9 +299,9 @@ func TestFrameBesideRebuildsOnRetriedCapture(t *testing.T) {
 	}
 	live := "Where is the wine rack?"
 	got, fr, err := f.eng.FrameBeside(ctx, memory.FrameQuery{Who: w, Live: live, Now: time.Now(), Explain: true},
-		func(stored func(store.Captured)) (store.Captured, error) {
+		func(b memory.Beside) (store.Captured, error) {
 			// The first attempt's statements, as the frame saw them.
-			stored(store.Captured{ItemIDs: []int64{1 << 40}, Items: []store.ItemText{{ID: 1 << 40, UserID: w.UserID,
+			b.Stored(store.Captured{ItemIDs: []int64{1 << 40}, Items: []store.ItemText{{ID: 1 << 40, UserID: w.UserID,
 				ConvID: w.ConversationID, Role: "user", Body: "a question that was rolled back", TokenCount: 6}}})
 			return f.eng.Capture(ctx, memory.Message{Who: w, Role: "user", Text: live, Position: 2, At: time.Now()})
 		})
@@ -311,5 +311,79 @@ func TestFrameBesideRebuildsOnRetriedCapture(t *testing.T) {
 	txt := frameText(fr)
 	if strings.Contains(txt, "rolled back") || !strings.HasSuffix(strings.TrimSpace(txt), live) {
 		t.Fatalf("frame for stored items %v:\n%s", got.ItemIDs, txt)
+	}
+}
+
+// scans tells when a frame's scan ended.
+type scans chan time.Time
+
+func (s scans) Duration(name string, _ time.Duration) {
+	if name == "scan" {
+		select {
+		case s <- time.Now():
+		default:
+		}
+	}
+}
+func (s scans) FrameTokens(int) {}
+
+// TestFrameBesideScansAfterCaptureSent: the frame's scan waits until the
+// capture beside it has sent its statements (or ended). Its workers take
+// every core, and a capture left to start beside them sent nothing until
+// the scan was over: its round trips came after the scan, not beside it.
+func TestFrameBesideScansAfterCaptureSent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		sends bool // the capture says it sends; otherwise it ends without
+	}{
+		{"capture sends", true},
+		{"capture fails before sending", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			scanned := make(scans, 4)
+			f.eng.SetObserver(scanned)
+			w := f.who(t, "alice", "scan waits "+tc.name)
+			f.say(t, w, "user", "The harbour master keeps the boat keys in a tin", 0)
+			ctx := context.Background()
+			// The arena loaded first, so the frame's scan needs no store.
+			if _, err := f.eng.Frame(ctx, memory.FrameQuery{Who: w, Live: "harbour", Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			for len(scanned) > 0 {
+				<-scanned
+			}
+			boom := errors.New("no connection")
+			var sentAt time.Time
+			_, _, err := f.eng.FrameBeside(ctx, memory.FrameQuery{Who: w, Live: "Where are the boat keys?", Now: time.Now()},
+				func(b memory.Beside) (store.Captured, error) {
+					time.Sleep(50 * time.Millisecond) // preparing its statements
+					sentAt = time.Now()
+					if !tc.sends {
+						return store.Captured{}, boom
+					}
+					m := memory.Message{Who: w, Role: "user", Text: "Where are the boat keys?", Position: 2, At: time.Now(),
+						Stored: b.Stored, Sending: b.Sending}
+					return f.eng.Capture(context.Background(), m)
+				})
+			if tc.sends && err != nil {
+				t.Fatal(err)
+			}
+			if !tc.sends && !errors.Is(err, boom) {
+				t.Fatalf("err = %v, want the capture's", err)
+			}
+			select {
+			case at := <-scanned:
+				if at.Before(sentAt) {
+					t.Fatalf("the scan ended %v before the capture sent its statements", sentAt.Sub(at))
+				}
+			default:
+				if tc.sends {
+					t.Fatal("the frame did not scan")
+				}
+			}
+		})
 	}
 }

@@ -318,7 +318,7 @@ func (e *Engine) Capture(ctx context.Context, m Message) (store.Captured, error)
 		Role: m.Role, Speaker: m.Speaker, Position: m.Position, Appended: m.Appended,
 		Fingerprint: fp,
 		Interrupted: m.Interrupted, CreatedAt: m.At, Hints: m.Hints, Sources: m.Sources, SentAfter: m.SentAfter,
-		Stored: m.Stored, CommitApart: m.CommitApart,
+		Stored: m.Stored, Sending: m.Sending, CommitApart: m.CommitApart,
 	}
 	contents := e.an.ChunkContent(m.Text, chunks)
 	// An explicit speaker name is part of what the turn is about ("what did

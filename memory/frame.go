@@ -56,6 +56,9 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 	lc.adopt(&q) // a cold load waited for the capture
 	// Read once: every scan of this frame and the speaker preference read it.
 	qtext := e.questionText(q.Live)
+	if err := lc.waitSending(ctx); err != nil {
+		return Frame{}, err
+	}
 	var aq arena.Query
 	var hits []arena.Hit
 	for {

@@ -47,6 +47,9 @@ type Message struct {
 	// Stored, when set, learns what the capture stored before its commit
 	// returns (store.Capture's): FrameBeside's frame goes on with it.
 	Stored func(store.Captured)
+	// Sending, when set, is called once the capture has prepared its
+	// statements, just before it sends them (store.Capture's).
+	Sending func()
 	// CommitApart: the capture commits only once the caller saw it
 	// succeed (store.Capture's), for a caller that refuses its request when
 	// the capture fails (the live question) or charges what it stored (an

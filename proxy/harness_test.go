@@ -191,8 +191,8 @@ func (m *fakeMemory) Frame(ctx context.Context, q memory.FrameQuery) (memory.Fra
 }
 
 // FrameBeside captures, then frames: the fake has no reads to overlap.
-func (m *fakeMemory) FrameBeside(ctx context.Context, q memory.FrameQuery, capture func(stored func(store.Captured)) (store.Captured, error)) (store.Captured, memory.Frame, error) {
-	got, err := capture(nil)
+func (m *fakeMemory) FrameBeside(ctx context.Context, q memory.FrameQuery, capture func(b memory.Beside) (store.Captured, error)) (store.Captured, memory.Frame, error) {
+	got, err := capture(memory.Beside{})
 	if err != nil {
 		return store.Captured{}, memory.Frame{}, err
 	}

@@ -265,7 +265,7 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 		return nil
 	}
 	if !recall {
-		_, err := p.captureLive(ctx, c, t, nil)
+		_, err := p.captureLive(ctx, c, t, memory.Beside{})
 		return err
 	}
 	k, keeps := p.loopKey(t, q)
@@ -276,10 +276,10 @@ func (p *Proxy) captureAndFrame(ctx context.Context, c echo.Context, t *turn, q 
 	}
 	conv := t.who.ConversationID
 	var capErr error
-	live, f, err := p.mem.FrameBeside(ctx, *q, func(stored func(store.Captured)) (store.Captured, error) {
+	live, f, err := p.mem.FrameBeside(ctx, *q, func(b memory.Beside) (store.Captured, error) {
 		// t is this goroutine's until it returns: the frame works on its
 		// copy of q, and FrameBeside returns after this does.
-		live, err := p.captureLive(ctx, c, t, stored)
+		live, err := p.captureLive(ctx, c, t, b)
 		if err != nil {
 			capErr = err
 			return store.Captured{}, err
@@ -334,7 +334,7 @@ func (p *Proxy) keepLoopFrame(t *turn, k loopKey, live store.Captured, f memory.
 // erasure logged since the frame read memory. Otherwise the frame is
 // built after the capture.
 func (p *Proxy) loopRound(ctx context.Context, c echo.Context, t *turn, q *memory.FrameQuery, k loopKey, kept loopFrame) error {
-	live, err := p.captureLive(ctx, c, t, nil)
+	live, err := p.captureLive(ctx, c, t, memory.Beside{})
 	if err != nil {
 		return err
 	}
@@ -370,11 +370,11 @@ func (p *Proxy) storesLive(t *turn) bool {
 
 // captureLive stores the live question before anything is forwarded, on a
 // context detached from the client: a hang-up must not lose the turn.
-func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn, stored func(store.Captured)) (*store.Captured, error) {
+func (p *Proxy) captureLive(ctx context.Context, ec echo.Context, t *turn, b memory.Beside) (*store.Captured, error) {
 	if !p.storesLive(t) {
 		return nil, nil
 	}
-	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.posBase + t.in.live, Hints: t.hints(), Stored: stored,
+	m := memory.Message{Who: t.who, Role: "user", Text: t.liveText, Position: t.in.posBase + t.in.live, Hints: t.hints(), Stored: b.Stored, Sending: b.Sending,
 		Appended: t.in.historyless(), CommitApart: true}
 	if t.in.live < len(t.in.messages)-1 {
 		m.SentAfter = t.in.posBase + len(t.in.messages) // a tool exchange in flight follows

@@ -51,8 +51,8 @@ type Memory interface {
 	Frame(ctx context.Context, q memory.FrameQuery) (memory.Frame, error)
 	// FrameBeside builds the frame while capture stores the live question,
 	// and returns once capture did; q's live items come from it (capture
-	// hands stored to its memory.Message).
-	FrameBeside(ctx context.Context, q memory.FrameQuery, capture func(stored func(store.Captured)) (store.Captured, error)) (store.Captured, memory.Frame, error)
+	// hands the Beside's hooks to its memory.Message).
+	FrameBeside(ctx context.Context, q memory.FrameQuery, capture func(b memory.Beside) (store.Captured, error)) (store.Captured, memory.Frame, error)
 	// RunTool runs one memory tool call of the turn whose frame st was
 	// started from; bad arguments come back as result text.
 	RunTool(ctx context.Context, st *memory.ToolState, name string, args json.RawMessage) (string, error)

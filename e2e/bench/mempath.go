@@ -75,8 +75,9 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 	// the capture, and the turn ends when both have.
 	t0 := time.Now()
 	var capEnd time.Time
-	_, _, err = mp.eng.FrameBeside(ctx, memory.FrameQuery{Who: who, Live: text, Now: time.Now()}, func(stored func(store.Captured)) (store.Captured, error) {
-		c, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user], Stored: stored, CommitApart: true})
+	_, _, err = mp.eng.FrameBeside(ctx, memory.FrameQuery{Who: who, Live: text, Now: time.Now()}, func(b memory.Beside) (store.Captured, error) {
+		c, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user],
+			Stored: b.Stored, Sending: b.Sending, CommitApart: true})
 		capEnd = time.Now()
 		return c, err
 	})

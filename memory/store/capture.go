@@ -79,6 +79,11 @@ type Capture struct {
 	// It must return at once: the transaction, and its locks, wait on it.
 	// A capture with Stored set commits apart, as CommitApart says.
 	Stored func(Captured)
+	// Sending, when set, is called once, just before the capture's
+	// statements are sent, from the goroutine that sends them: a frame
+	// built beside the capture holds its scan until then, as the scan's
+	// workers take every core and would keep the capture from starting.
+	Sending func()
 	// CommitApart sends COMMIT as a round trip of its own, once every
 	// statement was seen to succeed, for a capture whose failure refuses
 	// its request (the live question: a 503, nothing forwarded), or whose
@@ -306,6 +311,7 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	})
 	if db.afterMessage != nil {
 		// Tests pause here, holding a message id and no head position.
+		sending(&c)
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return out, fmt.Errorf("insert message: %w", err)
 		}
@@ -368,6 +374,7 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 	if !open {
 		b.Queue(`COMMIT`)
 	}
+	sending(&c)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		if !open && conn.PgConn().IsClosed() {
 			// The connection went (a context ended, the database went
@@ -406,6 +413,14 @@ func (db *DB) capture(ctx context.Context, conn *pgx.Conn, c Capture) (Captured,
 		}
 	}
 	return out, nil
+}
+
+// sending calls c.Sending, once.
+func sending(c *Capture) {
+	if c.Sending != nil {
+		c.Sending()
+		c.Sending = nil
+	}
 }
 
 // queueItems adds the statement storing items [from, to) of c, each with

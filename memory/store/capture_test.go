@@ -191,7 +191,8 @@ func TestKeys(t *testing.T) {
 // TestCaptureStoredBeforeCommit: Stored is called once, after every
 // statement succeeded and before COMMIT (the rows are not yet visible to
 // another connection), with what Capture then returns; a duplicate's too;
-// never for a capture whose statements fail.
+// never for a capture whose statements fail. Sending is called once before
+// it, whatever the statements then do.
 func TestCaptureStoredBeforeCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -217,11 +218,14 @@ func TestCaptureStoredBeforeCommit(t *testing.T) {
 	}
 	for _, c := range cases {
 		var calls []store.Captured
+		var hooks []string
 		var visible int64 = -1
 		cp := store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: c.conv, Role: "user",
 			Position: 0, Fingerprint: []byte("fp-stored"), CreatedAt: time.Now(), ClockAdvance: 3,
-			Items: []store.CaptureItem{item("stored early", 4, 5)},
+			Items:   []store.CaptureItem{item("stored early", 4, 5)},
+			Sending: func() { hooks = append(hooks, "sending") },
 			Stored: func(got store.Captured) {
+				hooks = append(hooks, "stored")
 				calls = append(calls, got)
 				if err := owner.QueryRow(ctx, `SELECT count(*) FROM items WHERE tenant_id = $1 AND id = ANY($2)`,
 					nt.TenantID, got.ItemIDs).Scan(&visible); err != nil {
@@ -234,6 +238,9 @@ func TestCaptureStoredBeforeCommit(t *testing.T) {
 		}
 		if len(calls) != c.wantCalls {
 			t.Fatalf("%s: Stored called %d times, want %d", c.name, len(calls), c.wantCalls)
+		}
+		if want := []string{"sending", "stored"}[:1+c.wantCalls]; !slices.Equal(hooks, want) {
+			t.Fatalf("%s: hooks called %v, want %v", c.name, hooks, want)
 		}
 		if c.wantCalls == 0 {
 			continue
