@@ -32,9 +32,9 @@ import (
 //
 // The frame's scan starts once the capture has sent its statements: the
 // scan's workers take every core, and a capture started beside them
-// waited for the whole scan before it sent anything (at 250k items, 0.4
-// to 5 ms of a turn, the capture's round trips then coming after the scan
-// instead of beside it).
+// waited for the whole scan before it sent anything (at 250k items its
+// statements went out 1.0 ms into the turn at p50, 2.9 ms at p90), its
+// round trips then coming after the scan instead of beside it.
 func (e *Engine) FrameBeside(ctx context.Context, q FrameQuery, capture func(b Beside) (store.Captured, error)) (store.Captured, Frame, error) {
 	lc := &liveCapture{sending: make(chan struct{}), stored: make(chan struct{}), done: make(chan struct{})}
 	var final store.Captured

@@ -47,11 +47,7 @@ func TestCaptureRetryWritesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, _ := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "")
+	nt, conv := aliceIn(t, db, "acme", "c1")
 	first, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
 		Fingerprint: []byte("q"), CreatedAt: time.Now(), ClockAdvance: 2, Items: []store.CaptureItem{item("question", 7)}})
 	if err != nil {

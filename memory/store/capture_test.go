@@ -29,6 +29,22 @@ func openDB(t *testing.T) *store.DB {
 	return db
 }
 
+// aliceIn is a new tenant on dictionary v1 whose user alice has the
+// conversation ext; it returns the tenant and the conversation's id.
+func aliceIn(tb testing.TB, db *store.DB, tenant, ext string) (store.NewTenant, int64) {
+	tb.Helper()
+	ctx := context.Background()
+	nt, err := db.CreateTenantWith(ctx, tenant, "alice", store.TenantOptions{Dict: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, ext, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return nt, conv
+}
+
 // ownerOf is a pool on db's database as the owner, which row-level security
 // does not confine: tests read what was stored through it.
 func ownerOf(t *testing.T, db *store.DB) *pgxpool.Pool {
@@ -49,14 +65,7 @@ func TestCaptureWritesEverythingOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "first")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nt, conv := aliceIn(t, db, "acme", "c1")
 	c := store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
 		Position: 0, Fingerprint: []byte("fp1"), CreatedAt: time.Now(), ClockAdvance: 6,
 		Items: []store.CaptureItem{item("hello ", 1, 2), item("world", 2, 3)}}
@@ -129,14 +138,10 @@ func TestCaptureAllOrNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
-	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, _ := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "")
+	nt, conv := aliceIn(t, db, "acme", "c1")
 	bad := item("x", 5)
 	bad.Tau = -1 // violates the tau > 0 check after message, clock and head were written
-	_, err = db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
+	_, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
 		Fingerprint: []byte("fp"), CreatedAt: time.Now(), ClockAdvance: 9, Items: []store.CaptureItem{item("ok", 1), bad}})
 	if err == nil {
 		t.Fatal("capture with an invalid item succeeded")
@@ -198,14 +203,7 @@ func TestCaptureStoredBeforeCommit(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	owner := ownerOf(t, db)
-	nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c1", "first")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nt, conv := aliceIn(t, db, "acme", "c1")
 	cases := []struct {
 		name      string
 		conv      int64
@@ -328,14 +326,7 @@ func TestCaptureCancelledWhileWaiting(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(db.Close)
-			nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, err := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c", "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			nt, conv := aliceIn(t, db, "acme", "c")
 			owner := ownerOf(t, db)
 			tx, err := owner.Begin(ctx)
 			if err != nil {

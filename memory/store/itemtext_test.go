@@ -23,11 +23,7 @@ func TestFrameLabels(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := openDB(t)
-			nt, err := db.CreateTenantWith(ctx, "acme", "alice", store.TenantOptions{Dict: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, _ := db.EnsureConversation(ctx, nt.TenantID, nt.UserID, "c", "")
+			nt, conv := aliceIn(t, db, "acme", "c")
 			got, err := db.Capture(ctx, store.Capture{TenantID: nt.TenantID, UserID: nt.UserID, ConversationID: conv, Role: "user",
 				Speaker: "Dana", Fingerprint: []byte("a"), CreatedAt: time.Now(), ClockAdvance: 1, Items: []store.CaptureItem{item("hello", 1)}})
 			if err != nil {
