@@ -61,10 +61,14 @@ func TestPinnedKeyCannotReadAnotherUser(t *testing.T) {
 	bobConv := w.scalar(ctx, `SELECT min(c.id) FROM conversations c JOIN memory_users u ON u.tenant_id = c.tenant_id AND u.id = c.user_id
 		WHERE c.tenant_id = $1 AND u.name = 'bob'`, w.tenant)
 	// Bob's seeded replies are captured after their responses went out:
-	// count his messages once both have landed.
-	for deadline := time.Now().Add(15 * time.Second); w.bobsReplies(ctx) < 2; time.Sleep(20 * time.Millisecond) {
+	// count his messages once all have landed. The two imports' lines
+	// hold a reply each and are stored before their 200, so they count
+	// too: waiting for two alone once let a proxied reply land during
+	// the attempts.
+	const seededReplies = 4 // two proxied turns, two imported lines
+	for deadline := time.Now().Add(15 * time.Second); w.bobsReplies(ctx) < seededReplies; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("bob's 2 seeded replies not stored after 15 s (%d)", w.bobsReplies(ctx))
+			t.Fatalf("bob's %d seeded replies not stored after 15 s (%d)", seededReplies, w.bobsReplies(ctx))
 		}
 	}
 	bobBefore := w.bobsMessages(ctx)
