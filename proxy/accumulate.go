@@ -84,13 +84,8 @@ func (a *accumulator) add(ev sse.Event) {
 func (a *accumulator) addAnthropic(ev sse.Event) {
 	switch ev.Event {
 	case "content_block_delta":
-		var d struct {
-			Delta struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"delta"`
-		}
-		if json.Unmarshal(ev.Data, &d) == nil && d.Delta.Type == "text_delta" {
+		var d anthropicDelta
+		if decodeChunk(ev.Data, &d, walkAnthropicDelta) && d.Delta.Type == "text_delta" {
 			a.text.WriteString(d.Delta.Text)
 		}
 	case "message_start":
@@ -125,17 +120,8 @@ func (a *accumulator) addChat(ev sse.Event) {
 		a.done = a.stopped
 		return
 	}
-	var ch struct {
-		Usage   *wireUsage      `json:"usage"`
-		Error   json.RawMessage `json:"error"`
-		Choices []struct {
-			Delta struct {
-				Content string `json:"content"`
-			} `json:"delta"`
-			FinishReason *string `json:"finish_reason"`
-		} `json:"choices"`
-	}
-	if json.Unmarshal(data, &ch) != nil {
+	var ch chatChunk
+	if !decodeChunk(data, &ch, walkChat) {
 		return
 	}
 	if len(ch.Error) > 0 && !jsonx.IsNull(ch.Error) {
@@ -157,7 +143,7 @@ func (a *accumulator) addChat(ev sse.Event) {
 // error events are failures.
 func (a *accumulator) addResponses(ev sse.Event) {
 	var e openai.ResponsesStreamEvent
-	if json.Unmarshal(bytes.TrimSpace(ev.Data), &e) != nil {
+	if !decodeChunk(bytes.TrimSpace(ev.Data), &e, walkResponses) {
 		return
 	}
 	if e.Type == "" {

@@ -240,7 +240,7 @@ type upstreamServer struct {
 	URL string
 }
 
-func newUpstream(t *testing.T) upstreamServer {
+func newUpstream(t testing.TB) upstreamServer {
 	t.Helper()
 	f := fakeprovider.New()
 	s := httptest.NewServer(f)
@@ -251,7 +251,7 @@ func newUpstream(t *testing.T) upstreamServer {
 // testProxy is the proxy served in-process with fake memory, directory and
 // one fake provider per configured upstream.
 type testProxy struct {
-	t                                 *testing.T
+	t                                 testing.TB
 	URL                               string
 	px                                *Proxy
 	mem                               *fakeMemory
@@ -259,7 +259,7 @@ type testProxy struct {
 	openai, anthropic, openrouter, vl upstreamServer
 }
 
-func newTestProxy(t *testing.T) *testProxy {
+func newTestProxy(t testing.TB) *testProxy {
 	t.Helper()
 	tp := &testProxy{t: t, mem: &fakeMemory{recall: recollection()}, dir: &fakeDirectory{convs: map[string]int64{}},
 		openai: newUpstream(t), anthropic: newUpstream(t), openrouter: newUpstream(t), vl: newUpstream(t)}

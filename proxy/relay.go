@@ -242,7 +242,8 @@ func (p *Proxy) relayStream(c echo.Context, t *turn, resp *http.Response) (reply
 			}
 			return acc.reply(true), &APIError{Status: http.StatusBadGateway, Kind: UpstreamError, Message: "provider stream broke off before its end"}
 		}
-		evs := []sse.Event{ev}
+		rl.one[0] = ev
+		evs := rl.one[:]
 		if st != nil {
 			evs = st.Push(ev)
 		}
@@ -290,6 +291,9 @@ type relayer struct {
 	acc *accumulator
 	// wrote is when the client last got an event (keepalive.go).
 	wrote time.Time
+	// one and single hold an event that goes as it came, without a slice
+	// made for it: a stream relays one an event.
+	one, single [1]sse.Event
 }
 
 // relay reports brk when a terminator came without a stop (the client
@@ -302,7 +306,8 @@ func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 		if rl.acc.ended && !rl.acc.done {
 			return true, false, nil
 		}
-		out := []sse.Event{ev}
+		rl.single[0] = ev
+		out := rl.single[:]
 		if rl.ts != nil {
 			if out, err = rl.ts.Push(ev); err != nil {
 				rl.p.log.Warn("provider stream event could not be translated", "request_id", rl.t.rid, "provider", rl.t.up.provider, "err", err)
@@ -325,8 +330,11 @@ func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 // writeEvents writes and flushes events under the stall deadline; false
 // means the client is gone or stopped reading.
 func writeEvents(res *echo.Response, rc *http.ResponseController, stall time.Duration, evs []sse.Event) bool {
-	if len(evs) == 0 {
+	switch len(evs) {
+	case 0:
 		return true
+	case 1:
+		return writeFlush(res, rc, stall, evs[0].Raw)
 	}
 	raw := make([][]byte, len(evs))
 	for i, ev := range evs {
