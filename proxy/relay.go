@@ -291,9 +291,9 @@ type relayer struct {
 	acc *accumulator
 	// wrote is when the client last got an event (keepalive.go).
 	wrote time.Time
-	// one and single hold an event that goes as it came, without a slice
-	// made for it: a stream relays one an event.
-	one, single [1]sse.Event
+	// one holds the event read, so that relaying it makes no slice: a
+	// stream relays one an event.
+	one [1]sse.Event
 }
 
 // relay reports brk when a terminator came without a stop (the client
@@ -301,13 +301,12 @@ type relayer struct {
 // for an event that could not be translated.
 func (rl *relayer) relay(evs []sse.Event) (brk, gone bool, err error) {
 	wrote := false // held or dropped, the client may need a keepalive
-	for _, ev := range evs {
+	for i, ev := range evs {
 		rl.acc.add(ev)
 		if rl.acc.ended && !rl.acc.done {
 			return true, false, nil
 		}
-		rl.single[0] = ev
-		out := rl.single[:]
+		out := evs[i : i+1]
 		if rl.ts != nil {
 			if out, err = rl.ts.Push(ev); err != nil {
 				rl.p.log.Warn("provider stream event could not be translated", "request_id", rl.t.rid, "provider", rl.t.up.provider, "err", err)
