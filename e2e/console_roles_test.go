@@ -98,7 +98,7 @@ func (tb *tab) usageCells(row string) map[string]string {
 
 func (tb *tab) join(base, inviteURL string) {
 	tb.t.Helper()
-	tb.step("join", chromedp.Navigate(base+pathOf(tb.t, inviteURL)), chromedp.WaitVisible(byTestID("invite-form")),
+	tb.stepWithin("join", hashing, chromedp.Navigate(base+pathOf(tb.t, inviteURL)), chromedp.WaitVisible(byTestID("invite-form")),
 		chromedp.SendKeys(byTestID("invite-password"), trustPassword),
 		chromedp.Click(byTestID("invite-submit")), chromedp.WaitVisible(byTestID("account-email")))
 }

@@ -60,7 +60,7 @@ func trustTab(t *testing.T, root context.Context, addr string) *tab {
 
 func (tb *tab) signIn(base, email, pw string) {
 	tb.t.Helper()
-	tb.step("sign-in form",
+	tb.stepWithin("sign-in form", hashing,
 		chromedp.Navigate(base+"/signin"),
 		chromedp.WaitVisible(byTestID("signin-form")),
 		chromedp.SendKeys(byTestID("signin-email"), email),

@@ -121,7 +121,7 @@ func TestTrustLockoutUnlockAndReset(t *testing.T) {
 		chromedp.Click(byTestID("invite-create")), chromedp.WaitVisible(byTestID("invite-url")))
 	invite := pathOf(t, a.text(byTestID("invite-url")))
 	m := trustTab(t, root, "192.0.2.50")
-	m.step("join", chromedp.Navigate(s.URL+invite), chromedp.WaitVisible(byTestID("invite-form")),
+	m.stepWithin("join", hashing, chromedp.Navigate(s.URL+invite), chromedp.WaitVisible(byTestID("invite-form")),
 		chromedp.SendKeys(byTestID("invite-password"), trustPassword),
 		chromedp.Click(byTestID("invite-submit")), chromedp.WaitVisible(byTestID("account-email")))
 	m.step("sign out", chromedp.Click(byTestID("signout")), chromedp.WaitVisible(byTestID("signin-form")))
@@ -166,14 +166,14 @@ func TestTrustLockoutUnlockAndReset(t *testing.T) {
 		t.Fatal("the reset link is shown again")
 	}
 	n := trustTab(t, root, "192.0.2.77")
-	n.step("reset", chromedp.Navigate(s.URL+pathOf(t, link)), chromedp.WaitVisible(byTestID("reset-form")),
+	n.stepWithin("reset", hashing, chromedp.Navigate(s.URL+pathOf(t, link)), chromedp.WaitVisible(byTestID("reset-form")),
 		chromedp.SendKeys(byTestID("reset-password"), "short"),
 		js(`(document.querySelector('[data-testid="reset-password"]').removeAttribute('minlength'), true)`),
 		chromedp.Click(byTestID("reset-submit")), chromedp.WaitVisible(byTestID("form-error")))
 	if msg := n.text(byTestID("form-error")); !strings.Contains(msg, "at least 12") {
 		t.Fatalf("a short new password: %q", msg)
 	}
-	n.step("reset again", chromedp.SendKeys(byTestID("reset-password"), "the member's new long password"),
+	n.stepWithin("reset again", hashing, chromedp.SendKeys(byTestID("reset-password"), "the member's new long password"),
 		chromedp.Click(byTestID("reset-submit")), chromedp.WaitVisible(byTestID("notice")))
 	if loc := n.location(); loc != s.URL+"/console" {
 		t.Fatalf("after the reset at %s", loc)
@@ -191,7 +191,7 @@ func TestTrustLockoutUnlockAndReset(t *testing.T) {
 		t.Fatalf("admin reset-link: %v %q", err, out)
 	}
 	o := trustTab(t, root, "192.0.2.90")
-	o.step("reset root", chromedp.Navigate(s.URL+pathOf(t, opLink)), chromedp.WaitVisible(byTestID("reset-form")),
+	o.stepWithin("reset root", hashing, chromedp.Navigate(s.URL+pathOf(t, opLink)), chromedp.WaitVisible(byTestID("reset-form")),
 		chromedp.SendKeys(byTestID("reset-password"), "root's brand new password"),
 		chromedp.Click(byTestID("reset-submit")), chromedp.WaitVisible(byTestID("tenants-table")))
 	r.step("root's old session", chromedp.Navigate(s.URL+"/platform/tenants"), chromedp.WaitVisible(byTestID("signin-form")))
@@ -348,7 +348,7 @@ func TestTrustAuditTellsWhoSawWhat(t *testing.T) {
 		chromedp.SetValue(byTestID("invite-role"), "tenant_reader"),
 		chromedp.Click(byTestID("invite-create")), chromedp.WaitVisible(byTestID("invite-url")))
 	m := trustTab(t, root, "192.0.2.60")
-	m.step("join", chromedp.Navigate(s.URL+pathOf(t, a.text(byTestID("invite-url")))), chromedp.WaitVisible(byTestID("invite-form")),
+	m.stepWithin("join", hashing, chromedp.Navigate(s.URL+pathOf(t, a.text(byTestID("invite-url")))), chromedp.WaitVisible(byTestID("invite-form")),
 		chromedp.SendKeys(byTestID("invite-password"), trustPassword),
 		chromedp.Click(byTestID("invite-submit")), chromedp.WaitVisible(byTestID("account-email")))
 	m.step("memory", chromedp.Navigate(s.URL+"/console/memory"), chromedp.WaitVisible(byTestID("item")))

@@ -274,7 +274,7 @@ func platformAdmin(t *testing.T, s *server, tb *tab, email string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("admin create: %v\n%s", err, out)
 	}
-	tb.step("sign in as platform admin",
+	tb.stepWithin("sign in as platform admin", hashing,
 		chromedp.Navigate(s.URL+"/signin"),
 		chromedp.WaitVisible(byTestID("signin-email")),
 		chromedp.SendKeys(byTestID("signin-email"), email),
