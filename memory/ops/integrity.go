@@ -407,6 +407,12 @@ func (k *checkRun) checkTenancy(it *store.CheckItem) {
 			map[string]any{"item_id": id, "message_id": it.MessageID, "item": []int64{it.UserID, it.ConvID},
 				"message": []int64{it.MessageUser, it.MessageConv}})
 	}
+	if it.Interrupted != it.MessageInterrupted {
+		// The item's copy is what frames render (" · interrupted").
+		k.add(InvTenantMessage, &id, fmt.Sprintf("item %d and its message %d disagree on whether it was cut short", id, it.MessageID),
+			map[string]any{"item_id": id, "message_id": it.MessageID, "item_interrupted": it.Interrupted,
+				"message_interrupted": it.MessageInterrupted})
+	}
 }
 
 func (k *checkRun) checkStats(ctx context.Context, r *store.IntegrityReader, v *version) error {

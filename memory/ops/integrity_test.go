@@ -84,6 +84,9 @@ func TestIntegrityFindsEachBrokenInvariant(t *testing.T) {
 		{name: "item moved into another user's conversation", sql: []string{
 			`UPDATE items SET conversation_id = $4 WHERE tenant_id = $1 AND id = $2 AND $3::bigint <> 0`},
 			want: []string{ops.InvTenantConversation, ops.InvTenantMessage, ops.InvArenaDiffers}},
+		{name: "item's copy of its message's cut-short flag rewritten", sql: []string{
+			`UPDATE items SET interrupted = NOT interrupted WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
+			want: []string{ops.InvTenantMessage}},
 		{name: "item owned by no user", sql: []string{
 			`UPDATE items SET user_id = 424242 WHERE tenant_id = $1 AND id = $2 AND $3::bigint + $4::bigint <> 0`},
 			want: []string{ops.InvTenantOwner, ops.InvTenantConversation, ops.InvTenantMessage, ops.InvBirthActivation, ops.InvArenaDiffers}},

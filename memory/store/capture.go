@@ -206,10 +206,10 @@ const (
 	// travel as JSON.
 	insertItemsSQL = `INSERT INTO items
 		(tenant_id, message_id, user_id, conversation_id, role, speaker, part, body, tokens, token_count,
-		 born_clock, born_at, tau, novelty, seq)
+		 born_clock, born_at, tau, novelty, seq, interrupted)
 		SELECT $1, ` + capturedSQL + `, $2, $3, $4, $5, p.part, p.body, ($9::text[])[p.tok_from + 1:p.tok_to], p.token_count,
 		       (SELECT clock FROM memory_users WHERE tenant_id = $1 AND id = $2), $6, p.tau, p.novelty,
-		       (SELECT seq FROM tenant_heads WHERE tenant_id = $1)
+		       (SELECT seq FROM tenant_heads WHERE tenant_id = $1), $15
 		FROM unnest($7::int[], $8::text[], $10::int[], $11::int[], $12::int[], $13::float8[], $14::real[])
 		     AS p(part, body, tok_from, tok_to, token_count, tau, novelty)
 		WHERE ` + capturedSQL + ` IS NOT NULL
@@ -437,7 +437,7 @@ func queueItems(b *pgx.Batch, c Capture, from, to int, ids []int64, bornAt *time
 		parts[i], bodies[i], tokTo[i], tcs[i], taus[i], novs[i] = int32(from+i), it.Body, int32(len(toks)), int32(it.TokenCount), it.Tau, it.Novelty
 	}
 	b.Queue(insertItemsSQL, c.TenantID, c.UserID, c.ConversationID, c.Role, c.Speaker,
-		c.CreatedAt, parts, bodies, toks, tokFrom, tokTo, tcs, taus, novs).Query(func(rows pgx.Rows) error {
+		c.CreatedAt, parts, bodies, toks, tokFrom, tokTo, tcs, taus, novs, c.Interrupted).Query(func(rows pgx.Rows) error {
 		var id int64
 		var part int32
 		if _, err := pgx.ForEachRow(rows, []any{&id, &part, bornAt}, func() error {
@@ -515,8 +515,8 @@ type Turn struct {
 }
 
 const conversationTurnsSQL = `SELECT i.id, i.message_id, i.user_id, i.conversation_id, i.role, i.speaker, i.part, i.body,
-		i.token_count, m.interrupted, i.born_at, i.born_clock
-	FROM items i JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
+		i.token_count, i.interrupted, i.born_at, i.born_clock
+	FROM items i
 	WHERE i.tenant_id = $1 AND i.conversation_id = $2
 	ORDER BY i.message_id, i.part`
 

@@ -98,12 +98,14 @@ type CheckItem struct {
 	OwnerIsUser                        bool        // the owner is a memory user of the tenant
 	ConvOwner                          *int64      // owner of the item's conversation; nil when there is none
 	MessageUser, MessageConv           int64
+	Interrupted, MessageInterrupted    bool                 // the item's copy of its message's flag, and the message's
 	Rows                               map[int]RetrievalRow // by dictionary version, for the versions asked
 }
 
 const (
 	checkItemsSQL = `SELECT i.id, i.seq, i.user_id, i.conversation_id, i.message_id, i.tokens, i.born_clock, i.tau, i.novelty,
-			b.born_clock, b.tau, b.novelty, a.t_last, a.peak, a.tau, a.token_count, i.token_count, u.id IS NOT NULL, c.user_id, m.user_id, m.conversation_id
+			b.born_clock, b.tau, b.novelty, a.t_last, a.peak, a.tau, a.token_count, i.token_count, u.id IS NOT NULL, c.user_id, m.user_id, m.conversation_id,
+			i.interrupted, m.interrupted
 		FROM items i
 		JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
 		LEFT JOIN item_births b ON b.tenant_id = i.tenant_id AND b.item_id = i.id
@@ -151,7 +153,8 @@ func (r *IntegrityReader) Items(ctx context.Context, after int64, limit int, ver
 		var at *float64
 		var ac *int32
 		if err := rows.Scan(&it.ID, &it.Seq, &it.UserID, &it.ConvID, &it.MessageID, &it.Tokens, &it.BornClock, &it.Tau, &it.Novelty,
-			&bc, &bt, &bn, &tl, &pk, &at, &ac, &it.TokenCount, &it.OwnerIsUser, &it.ConvOwner, &it.MessageUser, &it.MessageConv); err != nil {
+			&bc, &bt, &bn, &tl, &pk, &at, &ac, &it.TokenCount, &it.OwnerIsUser, &it.ConvOwner, &it.MessageUser, &it.MessageConv,
+			&it.Interrupted, &it.MessageInterrupted); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("integrity items: %w", err)
 		}

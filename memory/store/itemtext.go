@@ -93,14 +93,13 @@ const (
 	// front cannot tell it ($3: the viewer they cover, 0 for none); NULL
 	// otherwise, or for a fixed label.
 	itemTextSQL = `SELECT i.id, i.message_id, i.user_id, i.conversation_id, i.role, i.speaker, i.part, i.body,
-			i.token_count, i.born_at, m.interrupted,
+			i.token_count, i.born_at, i.interrupted,
 			CASE WHEN (i.speaker = '' AND i.role <> 'user') OR i.user_id = $3 THEN NULL
 			ELSE COALESCE((SELECT b.value FROM bindings b
 				WHERE b.tenant_id = i.tenant_id AND b.user_id = i.user_id
 					AND b.kind = CASE WHEN i.speaker <> '' THEN 'speaker' ELSE 'user' END AND b.subject = i.speaker
 				ORDER BY b.id DESC LIMIT 1), '') END
 		FROM items i
-		JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
 		WHERE i.tenant_id = $1 AND i.id = ANY($2)`
 	itemSpeakersSQL = `SELECT id, user_id, role, speaker FROM items WHERE tenant_id = $1 AND id = ANY($2)`
 	labelsSQL       = `SELECT k.user_id, k.kind, k.subject, COALESCE((SELECT b.value FROM bindings b

@@ -209,12 +209,11 @@ const (
 				WHERE b.tenant_id = i.tenant_id AND b.user_id = i.user_id
 					AND b.kind = CASE WHEN i.speaker <> '' THEN 'speaker' ELSE 'user' END AND b.subject = i.speaker
 				ORDER BY b.id DESC LIMIT 1), '') END,
-			i.part, i.body, i.token_count, i.born_at, m.interrupted,
+			i.part, i.body, i.token_count, i.born_at, i.interrupted,
 			COALESCE((SELECT b.value FROM bindings b
 				WHERE b.tenant_id = i.tenant_id AND b.conversation_id = i.conversation_id AND b.kind = 'title'
 				ORDER BY b.id DESC LIMIT 1), '')
 		FROM items i
-		JOIN messages m ON m.tenant_id = i.tenant_id AND m.id = i.message_id
 		WHERE i.tenant_id = $1 AND i.id = ANY($2)`
 )
 
