@@ -30,18 +30,8 @@ func TestCaptureCostMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var tenant, user, conv int64
+	tenant, user, conv := seedConversation(ctx, t, conn, "counts")
 	var msgs [3]int64
-	if err := conn.QueryRow(ctx, `INSERT INTO tenants (name) VALUES ('counts') RETURNING id`).Scan(&tenant); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRow(ctx, `INSERT INTO memory_users (tenant_id, name) VALUES ($1, 'alice') RETURNING id`, tenant).Scan(&user); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRow(ctx, `INSERT INTO conversations (tenant_id, user_id, ext_key) VALUES ($1, $2, 'c') RETURNING id`,
-		tenant, user).Scan(&conv); err != nil {
-		t.Fatal(err)
-	}
 	for i := range msgs {
 		if err := conn.QueryRow(ctx, `INSERT INTO messages (tenant_id, user_id, conversation_id, role, position, fingerprint, created_at)
 			VALUES ($1, $2, $3, 'user', $4, $5, now()) RETURNING id`, tenant, user, conv, i, []byte{byte(i)}).Scan(&msgs[i]); err != nil {

@@ -28,17 +28,7 @@ func TestItemInterruptedMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var tenant, user, conv int64
-	if err := conn.QueryRow(ctx, `INSERT INTO tenants (name) VALUES ('cut') RETURNING id`).Scan(&tenant); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRow(ctx, `INSERT INTO memory_users (tenant_id, name) VALUES ($1, 'alice') RETURNING id`, tenant).Scan(&user); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRow(ctx, `INSERT INTO conversations (tenant_id, user_id, ext_key) VALUES ($1, $2, 'c') RETURNING id`,
-		tenant, user).Scan(&conv); err != nil {
-		t.Fatal(err)
-	}
+	tenant, user, conv := seedConversation(ctx, t, conn, "cut")
 	// Two messages of two items each: a reply cut short and a whole one.
 	for pos, cut := range []bool{true, false} {
 		var msg int64
