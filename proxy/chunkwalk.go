@@ -16,7 +16,8 @@ import (
 // text deltas) in one pass over validated JSON (jsonx.Members), with no
 // reflection. Each fills the same struct encoding/json would, and gives up
 // (false) on anything it would not decide exactly as encoding/json does: a
-// key that differs from a field's name only in case or is escaped, a key
+// key that differs from a field's name only in case or is escaped (the
+// request walk's keyIndex, skim.go), a key
 // twice, a value of another type than its field's, a number that is not a
 // plain int. The caller then decodes the event with encoding/json, into a
 // zeroed struct, as before; FuzzChunkWalks holds the two to one result.
@@ -57,59 +58,16 @@ func decodeChunk[T any](data []byte, dst *T, walk func([]byte, *T) bool) bool {
 	return json.Unmarshal(data, dst) == nil
 }
 
-// field says which of names key (a member's key as it stands) names, -1
-// for none, and false when encoding/json might match it to one of them
-// though it is not that name exactly (another case, an escape, a byte
-// outside ASCII, which Unicode folding could map to one).
-func field(key []byte, names ...string) (int, bool) {
-	for _, c := range key {
-		if c == '\\' || c >= 0x80 {
-			return -1, false
-		}
-	}
-	for i, n := range names {
-		if string(key) == n {
-			return i, true
-		}
-	}
-	for _, n := range names {
-		if foldASCII(key, n) {
-			return -1, false
-		}
-	}
-	return -1, true
-}
-
-// foldASCII is key == n up to ASCII case (key is ASCII: field checked).
-func foldASCII(key []byte, n string) bool {
-	if len(key) != len(n) {
-		return false
-	}
-	for i := range key {
-		if lower(key[i]) != lower(n[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
 // members walks the object b, calling fn with each member naming one of
 // names (by its index), each at most once; false when b is not an object,
-// a key is in doubt (field) or repeated, or fn says so. A JSON null, which
+// a key is in doubt (keyIndex) or repeated, or fn says so. A JSON null, which
 // encoding/json leaves its field alone for, is false too: callers take
 // null for themselves first.
 func members(b []byte, names []string, fn func(i int, val []byte) bool) bool {
 	var seen uint32
 	ok := true
 	walked := jsonx.Members(b, func(key, val []byte) bool {
-		i, sure := field(key, names...)
+		i, sure := keyIndex(key, names)
 		switch {
 		case !sure:
 			ok = false

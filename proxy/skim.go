@@ -50,21 +50,32 @@ func plainKey(k []byte) bool { return bytes.IndexByte(k, '\\') < 0 && utf8.Valid
 // with these keys would take. It reports false for a key the struct would
 // take but the walk cannot tell apart (escaped, or another case of one).
 func member(k []byte, keys []string, vals [][]byte, v []byte) bool {
+	i, sure := keyIndex(k, keys)
+	if i >= 0 {
+		vals[i] = v
+	}
+	return sure
+}
+
+// keyIndex says which of keys the walked key k (as it stands between its
+// quotes) names, -1 for none, and false when encoding/json might match it
+// to one of them though it is not that key exactly: it unescapes keys and
+// matches them by Unicode case folding.
+func keyIndex(k []byte, keys []string) (int, bool) {
 	for i, key := range keys {
 		if string(k) == key {
-			vals[i] = v
-			return true
+			return i, true
 		}
 	}
 	if bytes.IndexByte(k, '\\') >= 0 {
-		return false
+		return -1, false
 	}
 	for _, key := range keys {
 		if strings.EqualFold(string(k), key) {
-			return false
+			return -1, false
 		}
 	}
-	return true
+	return -1, true
 }
 
 var messageKeys = [3]string{"role", "content", "tool_calls"}
