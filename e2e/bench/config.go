@@ -140,7 +140,11 @@ func (c Config) has(s string) bool { return slices.Contains(c.Sections, s) }
 // questions is how many live questions a size draws: enough that the
 // memory path, which asks the most, asks none twice (its first turn,
 // which catches the arena up, comes on top of its rounds).
-func (c Config) questions() int { return max(200, c.Rounds*c.MemPathTurns+1) }
+func (c Config) questions() int { return max(200, c.Rounds*(c.MemPathTurns+c.aloneTurns())+1) }
+
+// aloneTurns is how many captures alone the memory path makes per round
+// beside its turns (MemPathResult.Alone).
+func (c Config) aloneTurns() int { return max(2, c.MemPathTurns/5) }
 
 // pipelineWarmUp is how many requests a pipeline side sends before its rounds.
 const pipelineWarmUp = 20

@@ -97,12 +97,12 @@ func vsV1(subj, base time.Duration) string {
 }
 
 func memRow(label string, p MemPathResult) []string {
-	return []string{label, ms(p.Capture.P50), ms(p.Capture.P99), ms(p.Frame.P50), ms(p.Frame.P99),
+	return []string{label, ms(p.Capture.P50), ms(p.Capture.P99), ms(p.Alone.P50), ms(p.Frame.P50), ms(p.Frame.P99),
 		"**" + ms(p.Total.P50) + "**", ms(p.Total.P99), spread(p.Total.P50Lo, p.Total.P50Hi)}
 }
 
 func memHead() []string {
-	return []string{"", "capture p50", "p99", "frame past capture p50", "p99", "memory path p50", "p99", "p50 spread"}
+	return []string{"", "capture p50", "p99", "capture alone p50", "frame past capture p50", "p99", "memory path p50", "p99", "p50 spread"}
 }
 
 // pooled writes the pooled tenant's memory path, v1 beside v3.

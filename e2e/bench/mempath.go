@@ -20,6 +20,10 @@ type MemPathResult struct {
 	Capture Rounds
 	Frame   Rounds
 	Total   Rounds
+	// Alone is the same capture with no frame beside it, in the same
+	// rounds: what the capture costs of the database, where Capture adds
+	// what the frame's work on the same cores holds it back.
+	Alone Rounds
 	// Count is counting the model tokens of CountBodies stored bodies with
 	// the embedded BPE counter, as a frame does for its candidates.
 	Count       Rounds
@@ -89,6 +93,33 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 	return traceTurn(t0, capEnd, end, mp.tr.take()), nil
 }
 
+// captureAlone stores the live question as turn does, with no frame
+// beside it, and returns how long the capture took. Its round trips are
+// not counted among the turns' statements.
+func (mp *memPath) captureAlone(ctx context.Context, k *kit, t *Tenant, text string, u int64) (time.Duration, error) {
+	user := t.Users[u-1]
+	conv, ok := mp.convs[user]
+	if !ok {
+		var err error
+		if conv, err = k.db.EnsureConversation(ctx, t.ID, user, "h:bench-memory-path", "memory path"); err != nil {
+			return 0, err
+		}
+		mp.convs[user] = conv
+	}
+	who := memory.Who{TenantID: t.ID, UserID: user, UserName: fmt.Sprintf("u%d", u), ConversationID: conv}
+	mp.eng.WaitReheats()
+	mp.tr.pause(true)
+	defer mp.tr.pause(false)
+	t0 := time.Now()
+	_, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user], CommitApart: true})
+	d := time.Since(t0)
+	if err != nil {
+		return 0, fmt.Errorf("capture alone: %w", err)
+	}
+	mp.pos[user] += 2
+	return d, nil
+}
+
 func runMemPath(ctx context.Context, mp *memPath, k *kit, t *Tenant, lr liveRequests, bodies []string, cfg Config, lg *logger) (*MemPathResult, error) {
 	res, err := runMemPaths(ctx, []memSide{{mp, t}}, k, lr, bodies, cfg, lg)
 	if err != nil {
@@ -118,8 +149,8 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		s.mp.tr.keepSpans()
 	}
 	type samples struct {
-		caps, frames, totals [][]time.Duration
-		traces               [][]turnTrace
+		caps, frames, totals, alone [][]time.Duration
+		traces                      [][]turnTrace
 	}
 	got := make([]samples, len(sides))
 	var counts [][]time.Duration
@@ -149,8 +180,27 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 				tr[x] = append(tr[x], got)
 			}
 		}
+		// The same capture with no frame beside it, on questions of its
+		// own (none asked twice), each tenant in turn as above.
+		a := make([][]time.Duration, len(sides))
+		for range cfg.aloneTurns() {
+			k1 := i % len(lr.text)
+			i++
+			for j := range sides {
+				x := (j + i) % len(sides)
+				for _, o := range sides {
+					o.mp.eng.WaitReheats()
+				}
+				d, err := sides[x].mp.captureAlone(ctx, k, sides[x].t, lr.text[k1], lr.user[k1])
+				if err != nil {
+					return nil, err
+				}
+				a[x] = append(a[x], d)
+			}
+		}
 		for x := range sides {
 			got[x].caps, got[x].frames, got[x].totals = append(got[x].caps, c[x]), append(got[x].frames, f[x]), append(got[x].totals, tt[x])
+			got[x].alone = append(got[x].alone, a[x])
 			got[x].traces = append(got[x].traces, tr[x])
 		}
 		var cs []time.Duration
@@ -166,7 +216,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 	out := make([]MemPathResult, len(sides))
 	for x, s := range sides {
 		out[x] = MemPathResult{Items: s.t.Items, Dict: s.t.Dict, Users: len(s.t.Users),
-			Capture: Fold(got[x].caps), Frame: Fold(got[x].frames), Total: Fold(got[x].totals),
+			Capture: Fold(got[x].caps), Frame: Fold(got[x].frames), Total: Fold(got[x].totals), Alone: Fold(got[x].alone),
 			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.MemPathTurns), Tail: tailOf(got[x].traces)}
 	}
 	return out, nil

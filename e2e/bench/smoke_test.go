@@ -67,6 +67,13 @@ func TestSmokeRun(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	// The memory path measured its capture alone too, with a time of its
+	// own (the column after the capture's p50 and p99).
+	if m := regexp.MustCompile(`(?m)^\| 300 items \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+\*\* \|`).FindStringSubmatch(doc); m == nil {
+		t.Errorf("the memory path's table has no capture alone for 300 items")
+	} else if v, err := strconv.ParseFloat(m[1], 64); err != nil || v <= 0 {
+		t.Errorf("capture alone at 300 items: %q", m[1])
+	}
 	// The proxied requests' Server-Timing split their added time: memory
 	// and the proxy's other handling took some of it in every row (a server
 	// that sent none has no table), and the provider got the frame: a

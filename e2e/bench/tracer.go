@@ -30,6 +30,9 @@ type stmtTracer struct {
 	// for the memory path's per-turn traces (tail.go).
 	keep  bool
 	spans []span
+	// paused: round trips are not counted (the memory path's captures
+	// alone, which are not turns).
+	paused bool
 }
 
 type traceStart struct{}
@@ -86,6 +89,9 @@ func (t *stmtTracer) add(ctx context.Context) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.paused {
+		return
+	}
 	if t.keep {
 		t.spans = append(t.spans, span{name: name, start: s.at, end: end})
 	}
@@ -112,6 +118,13 @@ func (t *stmtTracer) reset() {
 	clear(t.count)
 	t.order = nil
 	t.spans = t.spans[:0]
+}
+
+// pause stops counting round trips (p) or starts again.
+func (t *stmtTracer) pause(p bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.paused = p
 }
 
 // keepSpans starts keeping each round trip's span (take returns them).
