@@ -60,17 +60,27 @@ func newMemPath(ctx context.Context, k *kit, dbURL string) (*memPath, error) {
 
 func (mp *memPath) close() { mp.db.Close() }
 
-func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u int64) (turnTrace, error) {
-	var err error
+// who is the u-th memory user of t in their one conversation of the
+// memory path, made on their first question.
+func (mp *memPath) who(ctx context.Context, k *kit, t *Tenant, u int64) (memory.Who, error) {
 	user := t.Users[u-1]
 	conv, ok := mp.convs[user]
 	if !ok {
+		var err error
 		if conv, err = k.db.EnsureConversation(ctx, t.ID, user, "h:bench-memory-path", "memory path"); err != nil {
-			return turnTrace{}, err
+			return memory.Who{}, err
 		}
 		mp.convs[user] = conv
 	}
-	who := memory.Who{TenantID: t.ID, UserID: user, UserName: fmt.Sprintf("u%d", u), ConversationID: conv}
+	return memory.Who{TenantID: t.ID, UserID: user, UserName: fmt.Sprintf("u%d", u), ConversationID: conv}, nil
+}
+
+func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u int64) (turnTrace, error) {
+	who, err := mp.who(ctx, k, t, u)
+	if err != nil {
+		return turnTrace{}, err
+	}
+	user := who.UserID
 	// The previous turn's deferred reheat would otherwise compete with
 	// this capture, which in serving it does not: the provider's answer
 	// comes between two turns of a conversation.
@@ -97,21 +107,16 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 // beside it, and returns how long the capture took. Its round trips are
 // not counted among the turns' statements.
 func (mp *memPath) captureAlone(ctx context.Context, k *kit, t *Tenant, text string, u int64) (time.Duration, error) {
-	user := t.Users[u-1]
-	conv, ok := mp.convs[user]
-	if !ok {
-		var err error
-		if conv, err = k.db.EnsureConversation(ctx, t.ID, user, "h:bench-memory-path", "memory path"); err != nil {
-			return 0, err
-		}
-		mp.convs[user] = conv
+	who, err := mp.who(ctx, k, t, u)
+	if err != nil {
+		return 0, err
 	}
-	who := memory.Who{TenantID: t.ID, UserID: user, UserName: fmt.Sprintf("u%d", u), ConversationID: conv}
+	user := who.UserID
 	mp.eng.WaitReheats()
 	mp.tr.pause(true)
 	defer mp.tr.pause(false)
 	t0 := time.Now()
-	_, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user], CommitApart: true})
+	_, err = mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user], CommitApart: true})
 	d := time.Since(t0)
 	if err != nil {
 		return 0, fmt.Errorf("capture alone: %w", err)
