@@ -166,42 +166,46 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		f := make([][]time.Duration, len(sides))
 		tt := make([][]time.Duration, len(sides))
 		tr := make([][]turnTrace, len(sides))
-		for range cfg.MemPathTurns {
-			k1 := i % len(lr.text)
-			i++
-			for j := range sides {
-				x := (j + i) % len(sides)
-				s := sides[x]
-				// Another engine's deferred reheat would compete with this
-				// turn, which in serving it does not.
-				for _, o := range sides {
-					o.mp.eng.WaitReheats()
+		// ask puts n questions to every tenant as above. Another engine's
+		// deferred reheat would compete with the turn, which in serving it
+		// does not.
+		ask := func(n int, fn func(x, q int) error) error {
+			for range n {
+				q := i % len(lr.text)
+				i++
+				for j := range sides {
+					for _, o := range sides {
+						o.mp.eng.WaitReheats()
+					}
+					if err := fn((j+i)%len(sides), q); err != nil {
+						return err
+					}
 				}
-				got, err := s.mp.turn(ctx, k, s.t, lr.text[k1], lr.user[k1])
-				if err != nil {
-					return nil, err
-				}
-				c[x], f[x], tt[x] = append(c[x], got.capture), append(f[x], got.total-got.capture), append(tt[x], got.total)
-				tr[x] = append(tr[x], got)
 			}
+			return nil
 		}
-		// The same capture with no frame beside it, on questions of its
-		// own (none asked twice), each tenant in turn as above.
-		a := make([][]time.Duration, len(sides))
-		for range cfg.aloneTurns() {
-			k1 := i % len(lr.text)
-			i++
-			for j := range sides {
-				x := (j + i) % len(sides)
-				for _, o := range sides {
-					o.mp.eng.WaitReheats()
-				}
-				d, err := sides[x].mp.captureAlone(ctx, k, sides[x].t, lr.text[k1], lr.user[k1])
-				if err != nil {
-					return nil, err
-				}
-				a[x] = append(a[x], d)
+		err := ask(cfg.MemPathTurns, func(x, q int) error {
+			s := sides[x]
+			got, err := s.mp.turn(ctx, k, s.t, lr.text[q], lr.user[q])
+			if err != nil {
+				return err
 			}
+			c[x], f[x], tt[x] = append(c[x], got.capture), append(f[x], got.total-got.capture), append(tt[x], got.total)
+			tr[x] = append(tr[x], got)
+			return nil
+		})
+		// The same capture with no frame beside it, on questions of its
+		// own (none asked twice).
+		a := make([][]time.Duration, len(sides))
+		if err == nil {
+			err = ask(cfg.aloneTurns(), func(x, q int) error {
+				d, err := sides[x].mp.captureAlone(ctx, k, sides[x].t, lr.text[q], lr.user[q])
+				a[x] = append(a[x], d)
+				return err // a failed capture's d is not read
+			})
+		}
+		if err != nil {
+			return nil, err
 		}
 		for x := range sides {
 			got[x].caps, got[x].frames, got[x].totals = append(got[x].caps, c[x]), append(got[x].frames, f[x]), append(got[x].totals, tt[x])
