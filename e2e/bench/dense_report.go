@@ -98,11 +98,11 @@ func vsV1(subj, base time.Duration) string {
 
 func memRow(label string, p MemPathResult) []string {
 	return []string{label, ms(p.Capture.P50), ms(p.Capture.P99), ms(p.Alone.P50), ms(p.Frame.P50), ms(p.Frame.P99),
-		"**" + ms(p.Total.P50) + "**", ms(p.Total.P99), spread(p.Total.P50Lo, p.Total.P50Hi)}
+		"**" + ms(p.Total.P50) + "**", ms(p.Total.P99), spread(p.Total.P50Lo, p.Total.P50Hi), ms(p.Scan.P50), ms(p.Render.P50)}
 }
 
 func memHead() []string {
-	return []string{"", "capture p50", "p99", "capture alone p50", "frame past capture p50", "p99", "memory path p50", "p99", "p50 spread"}
+	return []string{"", "capture p50", "p99", "capture alone p50", "frame past capture p50", "p99", "memory path p50", "p99", "p50 spread", "frame's scan p50", "render p50"}
 }
 
 // pooled writes the pooled tenant's memory path, v1 beside v3.

@@ -146,3 +146,32 @@ func TestPipelineTargetOnDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestScanAlone: the memory path's scan is set against §4's of the same
+// size and dictionary, and against nothing when §4 has none.
+func TestScanAlone(t *testing.T) {
+	t.Parallel()
+	const msec = time.Millisecond
+	rep := Report{Scan: []ScanResult{
+		{Items: 10_000, Scan: rounds(msec / 10)},
+		{Items: 250_000, Scan: rounds(1100 * time.Microsecond), V3: &ScanSide{Scan: rounds(1300 * time.Microsecond)}},
+	}}
+	for _, tc := range []struct {
+		name string
+		mp   MemPathResult
+		want string // in the clause; "" for none
+	}{
+		{"v1", MemPathResult{Items: 250_000, Dict: 1}, "alone, with nothing beside it: 1.10 ms"},
+		{"v3", MemPathResult{Items: 250_000, Dict: 3}, "alone, with nothing beside it: 1.30 ms"},
+		{"v3 without a v3 scan", MemPathResult{Items: 10_000, Dict: 3}, ""},
+		{"no scan at the size", MemPathResult{Items: 1_000_000, Dict: 1}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := rep.scanAlone(&tc.mp)
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("scanAlone = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory"
@@ -24,6 +25,11 @@ type MemPathResult struct {
 	// rounds: what the capture costs of the database, where Capture adds
 	// what the frame's work on the same cores holds it back.
 	Alone Rounds
+	// Scan and Render are two of the frame's stages in the same turns, as
+	// the engine times them (memory.Observer): its scan (both of a v1
+	// frame's), and its render (reading the texts the item cache lacks,
+	// counting, rendering).
+	Scan, Render Rounds
 	// Count is counting the model tokens of CountBodies stored bodies with
 	// the embedded BPE counter, as a frame does for its candidates.
 	Count       Rounds
@@ -42,11 +48,12 @@ const FrameCandidates = 400
 // memPath keeps one engine and one conversation per user across sizes, so
 // its arena catches up as the tenant grows like a serving process's does.
 type memPath struct {
-	eng   *memory.Engine
-	tr    *stmtTracer
-	db    *store.DB
-	convs map[int64]int64 // memory user -> conversation
-	pos   map[int64]int
+	eng    *memory.Engine
+	tr     *stmtTracer
+	stages *stageClock
+	db     *store.DB
+	convs  map[int64]int64 // memory user -> conversation
+	pos    map[int64]int
 }
 
 func newMemPath(ctx context.Context, k *kit, dbURL string) (*memPath, error) {
@@ -55,7 +62,36 @@ func newMemPath(ctx context.Context, k *kit, dbURL string) (*memPath, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memPath{eng: k.engineOn(db), tr: tr, db: db, convs: map[int64]int64{}, pos: map[int64]int{}}, nil
+	eng, stages := k.engineOn(db), &stageClock{}
+	eng.SetObserver(stages)
+	return &memPath{eng: eng, tr: tr, stages: stages, db: db, convs: map[int64]int64{}, pos: map[int64]int{}}, nil
+}
+
+// stageClock adds up the frame's stages the engine reports, until taken.
+type stageClock struct {
+	mu           sync.Mutex
+	scan, render time.Duration
+}
+
+func (c *stageClock) Duration(stage string, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch stage {
+	case "scan":
+		c.scan += d
+	case "render":
+		c.render += d
+	}
+}
+
+func (c *stageClock) FrameTokens(int) {}
+
+// take returns what was reported since the last take.
+func (c *stageClock) take() (scan, render time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	scan, render, c.scan, c.render = c.scan, c.render, 0, 0
+	return scan, render
 }
 
 func (mp *memPath) close() { mp.db.Close() }
@@ -87,6 +123,7 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 	mp.eng.WaitReheats()
 	// As serving does (proxy captureAndFrame): the frame is built beside
 	// the capture, and the turn ends when both have.
+	mp.stages.take()
 	t0 := time.Now()
 	var capEnd time.Time
 	_, _, err = mp.eng.FrameBeside(ctx, memory.FrameQuery{Who: who, Live: text, Now: time.Now()}, func(b memory.Beside) (store.Captured, error) {
@@ -100,7 +137,9 @@ func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u i
 	}
 	end := time.Now()
 	mp.pos[user] += 2
-	return traceTurn(t0, capEnd, end, mp.tr.take()), nil
+	tt := traceTurn(t0, capEnd, end, mp.tr.take())
+	tt.scan, tt.render = mp.stages.take()
+	return tt, nil
 }
 
 // captureAlone stores the live question as turn does, with no frame
@@ -154,8 +193,8 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		s.mp.tr.keepSpans()
 	}
 	type samples struct {
-		caps, frames, totals, alone [][]time.Duration
-		traces                      [][]turnTrace
+		caps, frames, totals, alone, scans, renders [][]time.Duration
+		traces                                      [][]turnTrace
 	}
 	got := make([]samples, len(sides))
 	var counts [][]time.Duration
@@ -166,6 +205,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		f := make([][]time.Duration, len(sides))
 		tt := make([][]time.Duration, len(sides))
 		tr := make([][]turnTrace, len(sides))
+		sc, rn := make([][]time.Duration, len(sides)), make([][]time.Duration, len(sides))
 		// ask puts n questions to every tenant as above. Another engine's
 		// deferred reheat would compete with the turn, which in serving it
 		// does not.
@@ -191,6 +231,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 				return err
 			}
 			c[x], f[x], tt[x] = append(c[x], got.capture), append(f[x], got.total-got.capture), append(tt[x], got.total)
+			sc[x], rn[x] = append(sc[x], got.scan), append(rn[x], got.render)
 			tr[x] = append(tr[x], got)
 			return nil
 		})
@@ -210,6 +251,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		for x := range sides {
 			got[x].caps, got[x].frames, got[x].totals = append(got[x].caps, c[x]), append(got[x].frames, f[x]), append(got[x].totals, tt[x])
 			got[x].alone = append(got[x].alone, a[x])
+			got[x].scans, got[x].renders = append(got[x].scans, sc[x]), append(got[x].renders, rn[x])
 			got[x].traces = append(got[x].traces, tr[x])
 		}
 		var cs []time.Duration
@@ -226,6 +268,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 	for x, s := range sides {
 		out[x] = MemPathResult{Items: s.t.Items, Dict: s.t.Dict, Users: len(s.t.Users),
 			Capture: Fold(got[x].caps), Frame: Fold(got[x].frames), Total: Fold(got[x].totals), Alone: Fold(got[x].alone),
+			Scan: Fold(got[x].scans), Render: Fold(got[x].renders),
 			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.MemPathTurns), Tail: tailOf(got[x].traces)}
 	}
 	return out, nil

@@ -95,6 +95,11 @@ func (r *Report) notes(m *mdw) {
 		if mp != nil {
 			m.p("At 250k items%s the memory path alone takes %s ms at p50: capture %s ms, and the frame built beside it %s ms past it.",
 				on, ms(mp.Total.P50), ms(mp.Capture.P50), ms(mp.Frame.P50))
+			if mp.Scan.N > 0 {
+				m.p("Inside the frame, as the engine times its stages, the scan takes %s ms at p50%s, and the render",
+					ms(mp.Scan.P50), r.scanAlone(mp))
+				m.p("(reading the texts the item cache lacks, counting, rendering) %s ms.", ms(mp.Render.P50))
+			}
 			m.p("(For scale: counting up to %d candidate bodies with the BPE counter would take %s ms; the first pass",
 				mp.CountBodies, ms(mp.Count.P50))
 			m.p("prices candidates by their token counts stored at capture, and only the rendered frame is counted.)")
@@ -261,4 +266,21 @@ func pct(part, whole time.Duration) float64 {
 		return 0
 	}
 	return 100 * float64(part) / float64(whole)
+}
+
+// scanAlone sets the memory path's scan, beside the capture, against
+// §4's scan of the same size and dictionary, alone ("" when §4 has none).
+func (r *Report) scanAlone(mp *MemPathResult) string {
+	s, ok := at(r.Scan, mp.Items)
+	if !ok {
+		return ""
+	}
+	alone := s.Scan
+	if mp.Dict >= 3 {
+		if s.V3 == nil {
+			return ""
+		}
+		alone = s.V3.Scan
+	}
+	return fmt.Sprintf(" beside the capture's statements and the frame's read (§4's scan alone, with nothing beside it: %s ms)", ms(alone.P50))
 }

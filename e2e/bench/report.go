@@ -174,6 +174,7 @@ type sized interface{ size() int }
 func (p MemPathResult) size() int  { return p.Items }
 func (c ColdResult) size() int     { return c.Items }
 func (p PipelineResult) size() int { return p.Items }
+func (s ScanResult) size() int     { return s.Items }
 
 // at is the result of xs measured at the given number of items.
 func at[T sized](xs []T, items int) (T, bool) {

@@ -74,6 +74,17 @@ func TestSmokeRun(t *testing.T) {
 	} else if v, err := strconv.ParseFloat(m[1], 64); err != nil || v <= 0 {
 		t.Errorf("capture alone at 300 items: %q", m[1])
 	}
+	// The engine timed the frame's scan and render in the same turns (the
+	// two columns after the spread).
+	if m := regexp.MustCompile(`(?m)^\| 300 items \|(?: [0-9.]+ \|){5} \*\*[0-9.]+\*\* \| [0-9.]+ \| [^|]+ \| ([0-9.]+) \| ([0-9.]+) \|`).FindStringSubmatch(doc); m == nil {
+		t.Errorf("the memory path's table has no frame stages for 300 items")
+	} else {
+		for i, stage := range []string{"scan", "render"} {
+			if v, err := strconv.ParseFloat(m[i+1], 64); err != nil || v <= 0 {
+				t.Errorf("the frame's %s at 300 items: %q", stage, m[i+1])
+			}
+		}
+	}
 	// The proxied requests' Server-Timing split their added time: memory
 	// and the proxy's other handling took some of it in every row (a server
 	// that sent none has no table), and the provider got the frame: a

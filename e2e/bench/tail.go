@@ -27,6 +27,7 @@ type span struct {
 // Go: the scan, the render, scheduling and the collector).
 type turnTrace struct {
 	total, capture time.Duration
+	scan, render   time.Duration // the frame's stages (stageClock)
 	stmts          map[string]time.Duration
 	inDB           time.Duration
 }
