@@ -96,71 +96,75 @@ func (c *stageClock) take() (scan, render time.Duration) {
 
 func (mp *memPath) close() { mp.db.Close() }
 
-// who is the u-th memory user of t in their one conversation of the
-// memory path, made on their first question.
-func (mp *memPath) who(ctx context.Context, k *kit, t *Tenant, u int64) (memory.Who, error) {
+// question is text asked by the u-th memory user of t as the next
+// question of their one conversation of the memory path (made on their
+// first question), committing apart as serving's live question does.
+// Once stored, the caller moves the conversation on (asked).
+func (mp *memPath) question(ctx context.Context, k *kit, t *Tenant, text string, u int64) (memory.Message, error) {
 	user := t.Users[u-1]
 	conv, ok := mp.convs[user]
 	if !ok {
 		var err error
 		if conv, err = k.db.EnsureConversation(ctx, t.ID, user, "h:bench-memory-path", "memory path"); err != nil {
-			return memory.Who{}, err
+			return memory.Message{}, err
 		}
 		mp.convs[user] = conv
 	}
-	return memory.Who{TenantID: t.ID, UserID: user, UserName: fmt.Sprintf("u%d", u), ConversationID: conv}, nil
+	who := memory.Who{TenantID: t.ID, UserID: user, UserName: fmt.Sprintf("u%d", u), ConversationID: conv}
+	return memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user], CommitApart: true}, nil
 }
 
+// asked leaves room after m for its reply.
+func (mp *memPath) asked(m memory.Message) { mp.pos[m.UserID] += 2 }
+
 func (mp *memPath) turn(ctx context.Context, k *kit, t *Tenant, text string, u int64) (turnTrace, error) {
-	who, err := mp.who(ctx, k, t, u)
+	m, err := mp.question(ctx, k, t, text, u)
 	if err != nil {
 		return turnTrace{}, err
 	}
-	user := who.UserID
 	// The previous turn's deferred reheat would otherwise compete with
 	// this capture, which in serving it does not: the provider's answer
 	// comes between two turns of a conversation.
 	mp.eng.WaitReheats()
 	// As serving does (proxy captureAndFrame): the frame is built beside
 	// the capture, and the turn ends when both have.
-	mp.stages.take()
 	t0 := time.Now()
 	var capEnd time.Time
-	_, _, err = mp.eng.FrameBeside(ctx, memory.FrameQuery{Who: who, Live: text, Now: time.Now()}, func(b memory.Beside) (store.Captured, error) {
-		c, err := mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user],
-			Stored: b.Stored, Sending: b.Sending, CommitApart: true})
+	_, _, err = mp.eng.FrameBeside(ctx, memory.FrameQuery{Who: m.Who, Live: text, Now: time.Now()}, func(b memory.Beside) (store.Captured, error) {
+		m.Stored, m.Sending = b.Stored, b.Sending
+		c, err := mp.eng.Capture(ctx, m)
 		capEnd = time.Now()
 		return c, err
 	})
+	end := time.Now()
+	scan, render := mp.stages.take() // this frame's, whatever became of it
 	if err != nil {
 		return turnTrace{}, fmt.Errorf("memory path: %w", err)
 	}
-	end := time.Now()
-	mp.pos[user] += 2
+	mp.asked(m)
 	tt := traceTurn(t0, capEnd, end, mp.tr.take())
-	tt.scan, tt.render = mp.stages.take()
+	tt.scan, tt.render = scan, render
 	return tt, nil
 }
 
 // captureAlone stores the live question as turn does, with no frame
 // beside it, and returns how long the capture took. Its round trips are
-// not counted among the turns' statements.
+// not counted among the turns' statements. The caller has waited for the
+// deferred reheats (runMemPaths' ask).
 func (mp *memPath) captureAlone(ctx context.Context, k *kit, t *Tenant, text string, u int64) (time.Duration, error) {
-	who, err := mp.who(ctx, k, t, u)
+	m, err := mp.question(ctx, k, t, text, u)
 	if err != nil {
 		return 0, err
 	}
-	user := who.UserID
-	mp.eng.WaitReheats()
 	mp.tr.pause(true)
 	defer mp.tr.pause(false)
 	t0 := time.Now()
-	_, err = mp.eng.Capture(ctx, memory.Message{Who: who, Role: "user", Text: text, Position: mp.pos[user], CommitApart: true})
+	_, err = mp.eng.Capture(ctx, m)
 	d := time.Since(t0)
 	if err != nil {
 		return 0, fmt.Errorf("capture alone: %w", err)
 	}
-	mp.pos[user] += 2
+	mp.asked(m)
 	return d, nil
 }
 
