@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"sync"
 )
@@ -19,6 +20,7 @@ import (
 // entry to the newer, a full newer generation becomes the older.
 type countCache struct {
 	seeds     [2]maphash.Seed
+	aseeds    [2]maphash.Seed // around's keys: never a text's
 	limit     int
 	mu        sync.Mutex
 	cur, prev map[textHash]int32
@@ -34,7 +36,8 @@ const countCacheMin = 64
 const countCacheEntries = 1 << 16
 
 func newCountCache(limit int) *countCache {
-	return &countCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, limit: limit,
+	return &countCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		aseeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, limit: limit,
 		cur: map[textHash]int32{}, prev: map[textHash]int32{}}
 }
 
@@ -44,15 +47,7 @@ func (c *countCache) count(s string, count func(string) int) int {
 		return count(s)
 	}
 	h := textHash{maphash.String(c.seeds[0], s), maphash.String(c.seeds[1], s)}
-	c.mu.Lock()
-	n, ok := c.cur[h]
-	if !ok {
-		if n, ok = c.prev[h]; ok {
-			c.put(h, n)
-		}
-	}
-	c.mu.Unlock()
-	if ok {
+	if n, ok := c.get(h); ok {
 		return int(n)
 	}
 	got := count(s)
@@ -60,6 +55,58 @@ func (c *countCache) count(s string, count func(string) int) int {
 	c.put(h, int32(got))
 	c.mu.Unlock()
 	return got
+}
+
+// around is pre+mid+post counted from mid's stored count n by countAround
+// (text.Counter.CountAround), from the cache when the same four were
+// counted before; false, and nothing kept, when countAround cannot. A frame
+// renders most of its turns twice (fit renders again after trimming) and
+// many again in later frames; counting around a turn's seams validates
+// its whole body and counts four texts. Its keys are hashed under seeds of
+// their own, so an entry answers only for the same (pre, mid, n, post),
+// never for a text counted whole: its result rests on the stored n.
+func (c *countCache) around(pre, mid string, n int, post string, countAround func(pre, mid string, n int, post string) (int, bool)) (int, bool) {
+	if len(mid) < countCacheMin || c.limit <= 0 {
+		return countAround(pre, mid, n, post)
+	}
+	var h textHash
+	var m maphash.Hash
+	var lens [24]byte
+	binary.LittleEndian.PutUint64(lens[0:], uint64(len(pre)))
+	binary.LittleEndian.PutUint64(lens[8:], uint64(len(mid)))
+	binary.LittleEndian.PutUint64(lens[16:], uint64(n))
+	for i, seed := range c.aseeds {
+		m.SetSeed(seed)
+		m.Write(lens[:])
+		m.WriteString(pre)
+		m.WriteString(mid)
+		m.WriteString(post)
+		h[i] = m.Sum64()
+	}
+	if got, ok := c.get(h); ok {
+		return int(got), true
+	}
+	got, ok := countAround(pre, mid, n, post)
+	if !ok {
+		return 0, false
+	}
+	c.mu.Lock()
+	c.put(h, int32(got))
+	c.mu.Unlock()
+	return got, true
+}
+
+// get is h's entry; a hit in the older generation moves to the newer.
+func (c *countCache) get(h textHash) (int32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.cur[h]
+	if !ok {
+		if n, ok = c.prev[h]; ok {
+			c.put(h, n)
+		}
+	}
+	return n, ok
 }
 
 // put adds an entry to the newer generation, turning it into the older

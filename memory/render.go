@@ -135,7 +135,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		texts := partTexts(turns, p)
 		f.Tokens += joinedTokens(texts, count, func(j int, join string) int {
 			if i := p[j]; around != nil && i >= 0 && segs[i].n >= 0 {
-				if n, ok := around.CountAround(segs[i].pre, segs[i].body, segs[i].n, join); ok {
+				if n, ok := e.counts.around(segs[i].pre, segs[i].body, segs[i].n, join, around.CountAround); ok {
 					return n
 				}
 			}
