@@ -7,7 +7,7 @@ import (
 )
 
 // countCache keeps the model token counts of the texts this process's
-// frames counted. Counting is most of a frame's render, and consecutive
+// frames counted, whole or around a stored turn's seams (around). Counting is most of a frame's render, and consecutive
 // frames render mostly the same turns (the conversation's recent stretch,
 // warm items, the matches of related questions): at 250k items three
 // quarters of the bytes a frame counted had been counted by an earlier one.

@@ -581,19 +581,7 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 	if err != nil {
 		return Frame{}, nil, err
 	}
-	// Counting is most of a frame's CPU; labels repeat and a re-render changes
-	// only the turns around what was dropped, so each distinct text is
-	// counted once per frame, and a text an earlier frame counted is not
-	// counted again (countcache.go).
-	counted := map[string]int{}
-	count := func(s string) int {
-		n, ok := counted[s]
-		if !ok {
-			n = e.counts.count(s, e.an.Count)
-			counted[s] = n
-		}
-		return n
-	}
+	count := e.frameCount()
 	var chosen []cand
 	costs := map[int64]int{}
 	spent, trimmed := 0, false
@@ -632,6 +620,22 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 			return f, shown, nil
 		}
 		trimmed = true
+	}
+}
+
+// frameCount is one frame's counter. Counting is most of a frame's CPU;
+// labels repeat and a re-render changes only the turns around what was
+// dropped, so each distinct text is counted once per frame, and a text an
+// earlier frame counted is not counted again (countcache.go).
+func (e *Engine) frameCount() func(string) int {
+	counted := map[string]int{}
+	return func(s string) int {
+		n, ok := counted[s]
+		if !ok {
+			n = e.counts.count(s, e.an.Count)
+			counted[s] = n
+		}
+		return n
 	}
 }
 

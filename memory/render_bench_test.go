@@ -55,15 +55,7 @@ func BenchmarkRenderFit(b *testing.B) {
 				if bc.fresh {
 					e.counts = newCountCache(countCacheEntries)
 				}
-				counted := map[string]int{}
-				count := func(s string) int {
-					n, ok := counted[s]
-					if !ok {
-						n = e.counts.count(s, e.an.Count)
-						counted[s] = n
-					}
-					return n
-				}
+				count := e.frameCount()
 				if f := e.render(q, chosen, byID, false, count); f.Tokens == 0 {
 					b.Fatal("nothing rendered")
 				}
