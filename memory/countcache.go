@@ -47,14 +47,8 @@ func (c *countCache) count(s string, count func(string) int) int {
 		return count(s)
 	}
 	h := textHash{maphash.String(c.seeds[0], s), maphash.String(c.seeds[1], s)}
-	if n, ok := c.get(h); ok {
-		return int(n)
-	}
-	got := count(s)
-	c.mu.Lock()
-	c.put(h, int32(got))
-	c.mu.Unlock()
-	return got
+	n, _ := c.through(h, func() (int, bool) { return count(s), true })
+	return n
 }
 
 // around is pre+mid+post counted from mid's stored count n by countAround
@@ -83,30 +77,30 @@ func (c *countCache) around(pre, mid string, n int, post string, countAround fun
 		m.WriteString(post)
 		h[i] = m.Sum64()
 	}
-	if got, ok := c.get(h); ok {
-		return int(got), true
-	}
-	got, ok := countAround(pre, mid, n, post)
-	if !ok {
-		return 0, false
-	}
-	c.mu.Lock()
-	c.put(h, int32(got))
-	c.mu.Unlock()
-	return got, true
+	return c.through(h, func() (int, bool) { return countAround(pre, mid, n, post) })
 }
 
-// get is h's entry; a hit in the older generation moves to the newer.
-func (c *countCache) get(h textHash) (int32, bool) {
+// through is h's count from the cache (a hit in the older generation
+// moves to the newer), else from compute, kept unless compute failed.
+func (c *countCache) through(h textHash, compute func() (int, bool)) (int, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	n, ok := c.cur[h]
 	if !ok {
 		if n, ok = c.prev[h]; ok {
 			c.put(h, n)
 		}
 	}
-	return n, ok
+	c.mu.Unlock()
+	if ok {
+		return int(n), true
+	}
+	got, ok := compute()
+	if ok {
+		c.mu.Lock()
+		c.put(h, int32(got))
+		c.mu.Unlock()
+	}
+	return got, ok
 }
 
 // put adds an entry to the newer generation, turning it into the older

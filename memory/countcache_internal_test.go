@@ -44,8 +44,9 @@ func TestCountCache(t *testing.T) {
 			c.count(long(2), count) // 0,1 older
 			c.count(long(0), count) // hit: 0 joins 2
 			c.count(long(3), count) // 2,0 older
+			c.count(long(4), count) // 3,4 newer: had 0 stayed behind, it would be out now
 			c.count(long(0), count)
-		}, map[string]int{long(0): 1, long(1): 1, long(2): 1, long(3): 1}},
+		}, map[string]int{long(0): 1, long(1): 1, long(2): 1, long(3): 1, long(4): 1}},
 	} {
 		clear(calls)
 		c := newCountCache(2)

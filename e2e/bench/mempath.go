@@ -197,19 +197,15 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 		s.mp.tr.keepSpans()
 	}
 	type samples struct {
-		caps, frames, totals, alone, scans, renders [][]time.Duration
-		traces                                      [][]turnTrace
+		alone  [][]time.Duration
+		traces [][]turnTrace // each round's turns
 	}
 	got := make([]samples, len(sides))
 	var counts [][]time.Duration
 	i := 1
 	for round := range cfg.Rounds {
 		lg.printf("memory path %s%s: round %d/%d", itemsLabel(sides[0].t.Items), sidesLabel(sides), round+1, cfg.Rounds)
-		c := make([][]time.Duration, len(sides))
-		f := make([][]time.Duration, len(sides))
-		tt := make([][]time.Duration, len(sides))
 		tr := make([][]turnTrace, len(sides))
-		sc, rn := make([][]time.Duration, len(sides)), make([][]time.Duration, len(sides))
 		// ask puts n questions to every tenant as above. Another engine's
 		// deferred reheat would compete with the turn, which in serving it
 		// does not.
@@ -234,8 +230,6 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 			if err != nil {
 				return err
 			}
-			c[x], f[x], tt[x] = append(c[x], got.capture), append(f[x], got.total-got.capture), append(tt[x], got.total)
-			sc[x], rn[x] = append(sc[x], got.scan), append(rn[x], got.render)
 			tr[x] = append(tr[x], got)
 			return nil
 		})
@@ -253,9 +247,7 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 			return nil, err
 		}
 		for x := range sides {
-			got[x].caps, got[x].frames, got[x].totals = append(got[x].caps, c[x]), append(got[x].frames, f[x]), append(got[x].totals, tt[x])
 			got[x].alone = append(got[x].alone, a[x])
-			got[x].scans, got[x].renders = append(got[x].scans, sc[x]), append(got[x].renders, rn[x])
 			got[x].traces = append(got[x].traces, tr[x])
 		}
 		var cs []time.Duration
@@ -270,12 +262,28 @@ func runMemPaths(ctx context.Context, sides []memSide, k *kit, lr liveRequests, 
 	}
 	out := make([]MemPathResult, len(sides))
 	for x, s := range sides {
+		tr := got[x].traces
 		out[x] = MemPathResult{Items: s.t.Items, Dict: s.t.Dict, Users: len(s.t.Users),
-			Capture: Fold(got[x].caps), Frame: Fold(got[x].frames), Total: Fold(got[x].totals), Alone: Fold(got[x].alone),
-			Scan: Fold(got[x].scans), Render: Fold(got[x].renders),
-			Count: Fold(counts), CountBodies: len(bodies), Statements: s.mp.tr.per(cfg.Rounds * cfg.MemPathTurns), Tail: tailOf(got[x].traces)}
+			Capture: foldTurns(tr, func(t turnTrace) time.Duration { return t.capture }),
+			Frame:   foldTurns(tr, func(t turnTrace) time.Duration { return t.total - t.capture }),
+			Total:   foldTurns(tr, func(t turnTrace) time.Duration { return t.total }),
+			Scan:    foldTurns(tr, func(t turnTrace) time.Duration { return t.scan }),
+			Render:  foldTurns(tr, func(t turnTrace) time.Duration { return t.render }),
+			Alone:   Fold(got[x].alone), Count: Fold(counts), CountBodies: len(bodies),
+			Statements: s.mp.tr.per(cfg.Rounds * cfg.MemPathTurns), Tail: tailOf(tr)}
 	}
 	return out, nil
+}
+
+// foldTurns folds one figure of each round's turns.
+func foldTurns(rounds [][]turnTrace, of func(turnTrace) time.Duration) Rounds {
+	ds := make([][]time.Duration, len(rounds))
+	for i, turns := range rounds {
+		for _, t := range turns {
+			ds[i] = append(ds[i], of(t))
+		}
+	}
+	return Fold(ds)
 }
 
 func sidesLabel(sides []memSide) string {

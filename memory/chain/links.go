@@ -82,10 +82,7 @@ func (l *links) put(id, user int64, k link) {
 	}
 	i := sort.Search(len(n.out), func(i int) bool { return heavier(k, n.out[i]) })
 	if i >= maxLinks {
-		if !ok {
-			l.by[id] = n
-		}
-		return
+		return // never for a new node: it has no links to be lighter than
 	}
 	if len(n.out) < maxLinks {
 		n.out = append(n.out, link{})
