@@ -5,7 +5,6 @@ import (
 	"context"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/perpetuity/perpetuity/memory/arena"
@@ -40,7 +39,7 @@ func (e *Engine) frame(ctx context.Context, q FrameQuery, lc *liveCapture) (Fram
 	if q.UserID == 0 {
 		// No such user (a probe naming a new name creates none): nothing
 		// to recall, and the question stands alone.
-		return e.render(q, nil, nil, false, e.an.Count), nil
+		return e.render(q, nil, nil, false, e.an.Count, nil), nil
 	}
 	viewer := viewerKey{q.TenantID, q.UserID}
 	rctx, cancelRead := context.WithCancel(ctx)
@@ -483,16 +482,51 @@ func (c *cand) place(r int) {
 // sortCands puts candidates in the order the frame takes them: mandatory
 // first, then by heat, the newer first on a tie.
 func sortCands(cs []cand) {
-	sort.Slice(cs, func(i, j int) bool {
-		a, b := cs[i], cs[j]
-		if a.mandatory != b.mandatory {
-			return a.mandatory
+	// Sorted by keys of two words, the mandatory apart: swapping 64-byte
+	// cands cost a 250k-item frame's ~2,000 candidates 0.3 ms.
+	keys := make([]candKey, len(cs))
+	m := 0 // the mandatory first
+	for i, c := range cs {
+		k := candKey{heat: heatOrder(c.heat), id: c.id, at: int32(i)}
+		if c.mandatory {
+			keys[i], keys[m] = keys[m], k
+			m++
+		} else {
+			keys[i] = k
 		}
+	}
+	byHeat := func(a, b candKey) int {
 		if a.heat != b.heat {
-			return a.heat > b.heat
+			return cmp.Compare(b.heat, a.heat)
 		}
-		return a.id > b.id
-	})
+		return cmp.Compare(b.id, a.id)
+	}
+	slices.SortFunc(keys[:m], byHeat)
+	slices.SortFunc(keys[m:], byHeat)
+	sorted := make([]cand, len(cs))
+	for i, k := range keys {
+		sorted[i] = cs[k.at]
+	}
+	copy(cs, sorted)
+}
+
+type candKey struct {
+	heat uint64 // heatOrder
+	id   int64
+	at   int32
+}
+
+// heatOrder maps a heat to a word that orders as the heat does (its IEEE
+// bits made monotonic), -0 equal to 0 as the float comparison has it.
+func heatOrder(heat float64) uint64 {
+	if heat == 0 {
+		return 1 << 63
+	}
+	b := math.Float64bits(heat)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
 }
 
 // priceList gathers the stored token counts of the candidates, from the
@@ -606,8 +640,9 @@ func (e *Engine) fit(ctx context.Context, q FrameQuery, cands []cand, toks map[i
 	// Headers, time labels and the preamble cost a little more than the
 	// items alone: render, and while the text is over budget drop the least
 	// important items, about as many as the overflow, and render again.
+	memo := turnLabels{}
 	for {
-		f := e.render(q, chosen, byID, trimmed, count)
+		f := e.render(q, chosen, byID, trimmed, count, memo)
 		over := f.Tokens - budget
 		if over <= 0 || !dropLast(&chosen, over, costs) {
 			shown := make(map[int64]bool, len(chosen))

@@ -45,7 +45,7 @@ func turnOrder(a, b store.RenderItem) int {
 // grouped by conversation, other conversations oldest first and the current
 // one last, each turn labelled with its speaker and its time, both resolved
 // now. The live question closes the frame.
-func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.RenderItem, trimmed bool, count func(string) int) Frame {
+func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.RenderItem, trimmed bool, count func(string) int, memo turnLabels) Frame {
 	items := make([]store.RenderItem, 0, len(chosen))
 	for _, c := range chosen {
 		items = append(items, byID[c.id])
@@ -96,7 +96,8 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		var b strings.Builder
 		// The time goes out once per stretch of turns, not on every turn:
 		// labels are cheap so that the budget buys memory, not brackets.
-		if st := stamp(it.BornAt, q.Now); it.ConvID != conv {
+		l := memo.of(q, it)
+		if st := l.stamp; it.ConvID != conv {
 			conv, prevStamp = it.ConvID, st
 			b.WriteString(conversationHeader(it, q.ConversationID, st))
 		} else if st != prevStamp {
@@ -104,11 +105,7 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 			b.WriteString(stampLabel(st))
 		}
 		msg = it.MessageID
-		if q.Tools {
-			b.WriteString(speakerLabelID(it.Speaker, it.Interrupted, it.ID))
-		} else {
-			b.WriteString(speakerLabel(it.Speaker, it.Interrupted))
-		}
+		b.WriteString(l.speaker)
 		// The stored count is the body's as stored; a body with label
 		// brackets made plain is counted whole.
 		s := seg{pre: b.String(), body: body, n: it.TokenCount}
@@ -143,6 +140,29 @@ func (e *Engine) render(q FrameQuery, chosen []cand, byID map[int64]store.Render
 		})
 	}
 	return f
+}
+
+// turnLabels keeps a frame's time and speaker labels per item: fit renders
+// most frames twice, and formatting them was a fifth of a render's CPU.
+// nil computes them each time.
+type turnLabels map[int64]itemLabels
+
+type itemLabels struct{ stamp, speaker string }
+
+func (m turnLabels) of(q FrameQuery, it store.RenderItem) itemLabels {
+	if l, ok := m[it.ID]; ok {
+		return l
+	}
+	l := itemLabels{stamp: stamp(it.BornAt, q.Now)}
+	if q.Tools {
+		l.speaker = speakerLabelID(it.Speaker, it.Interrupted, it.ID)
+	} else {
+		l.speaker = speakerLabel(it.Speaker, it.Interrupted)
+	}
+	if m != nil {
+		m[it.ID] = l
+	}
+	return l
 }
 
 // seg is how render built a turn: labels, then a stored body whose stored

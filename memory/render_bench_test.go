@@ -55,11 +55,11 @@ func BenchmarkRenderFit(b *testing.B) {
 				if bc.fresh {
 					e.counts = newCountCache(countCacheEntries)
 				}
-				count := e.frameCount()
-				if f := e.render(q, chosen, byID, false, count); f.Tokens == 0 {
+				count, labels := e.frameCount(), turnLabels{}
+				if f := e.render(q, chosen, byID, false, count, labels); f.Tokens == 0 {
 					b.Fatal("nothing rendered")
 				}
-				if f := e.render(q, chosen[:len(chosen)-3], byID, true, count); f.Tokens == 0 {
+				if f := e.render(q, chosen[:len(chosen)-3], byID, true, count, labels); f.Tokens == 0 {
 					b.Fatal("nothing rendered")
 				}
 			}

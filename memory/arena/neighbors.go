@@ -32,40 +32,38 @@ func (a *Arena) Neighbors(index int, id int64, window int) (prev, next Neighbor,
 		return prev, next, false
 	}
 	conv := c.convs[pos]
-	look := func(c *chunk, i int) {
-		if c.convs[i] != conv {
-			return
-		}
-		switch x := c.ids[i]; {
-		case x < id && x > prev.ID:
-			prev = Neighbor{ID: x, Tokens: c.toks[i], Index: handle(c.slot, i)}
-		case x > id && (next.ID == 0 || x < next.ID):
-			next = Neighbor{ID: x, Tokens: c.toks[i], Index: handle(c.slot, i)}
+	// The window is walked a chunk's stretch at a time, the conversation
+	// compared in a tight loop: 200 matches of a frame read 100k places.
+	look := func(c *chunk, lo, hi int) {
+		convs, ids := c.convs[lo:hi], c.ids[lo:hi]
+		for j, cv := range convs {
+			if cv != conv {
+				continue
+			}
+			switch x := ids[j]; {
+			case x < id && x > prev.ID:
+				prev = Neighbor{ID: x, Tokens: c.toks[lo+j], Index: handle(c.slot, lo+j)}
+			case x > id && (next.ID == 0 || x < next.ID):
+				next = Neighbor{ID: x, Tokens: c.toks[lo+j], Index: handle(c.slot, lo+j)}
+			}
 		}
 	}
 	// Backwards, then forwards, across chunk boundaries.
-	for n, kk, i := 0, k, pos-1; n < window; n++ {
-		for i < 0 {
-			if kk--; kk < 0 {
-				break
-			}
-			i = cs[kk].n() - 1
+	for left, kk, hi := window, k, pos; left > 0 && kk >= 0; kk-- {
+		if kk < k {
+			hi = cs[kk].n()
 		}
-		if kk < 0 {
-			break
-		}
-		look(cs[kk], i)
-		i--
+		lo := max(0, hi-left)
+		look(cs[kk], lo, hi)
+		left -= hi - lo
 	}
-	for n, kk, i := 0, k, pos+1; n < window; n++ {
-		for kk < len(cs) && i >= cs[kk].n() {
-			kk, i = kk+1, 0
+	for left, kk, lo := window, k, pos+1; left > 0 && kk < len(cs); kk++ {
+		if kk > k {
+			lo = 0
 		}
-		if kk == len(cs) {
-			break
-		}
-		look(cs[kk], i)
-		i++
+		hi := min(cs[kk].n(), lo+left)
+		look(cs[kk], lo, hi)
+		left -= hi - lo
 	}
 	return prev, next, true
 }

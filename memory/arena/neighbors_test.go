@@ -77,3 +77,75 @@ func TestNeighbors(t *testing.T) {
 		})
 	}
 }
+
+// TestNeighborsWindow: with a window shorter than the user's items,
+// Neighbors looks only at the window places before and after the item in
+// its owner's arrival order, across chunk boundaries, and a neighbour's
+// Index finds it.
+func TestNeighborsWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		chunk, window int
+	}{{"window 1", 3, 1}, {"window 2", 3, 2}, {"window inside a chunk", 64, 5}, {"window over chunks", 4, 11}, {"window of a chunk", 7, 7}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(11, uint64(tc.chunk*100+tc.window)))
+			a := arena.New(arena.Options{ChunkItems: tc.chunk, Workers: 1})
+			var items []arena.Item
+			for i := range 400 {
+				user := int64(1 + r.IntN(3))
+				items = append(items, arena.Item{ID: int64(1000 + i), Seq: int64(i + 1), User: user,
+					Conv: user*10 + int64(r.IntN(4)), Terms: []arena.TermID{1}, Tokens: uint32(i)})
+			}
+			for i := 0; i+1 < len(items); i += 5 {
+				items[i].ID, items[i+1].ID = items[i+1].ID, items[i].ID
+			}
+			a.Add(items...)
+			// Each walks the users one after another, each in arrival order.
+			type placed struct {
+				it    arena.Item
+				index int
+			}
+			byUser := map[int64][]placed{}
+			a.Each(func(index int, it arena.Item) bool {
+				byUser[it.User] = append(byUser[it.User], placed{it, index})
+				return true
+			})
+			checked := 0
+			for _, order := range byUser {
+				for p, x := range order {
+					var wp, wn int64
+					for q := max(0, p-tc.window); q <= min(len(order)-1, p+tc.window); q++ {
+						o := order[q].it
+						if q == p || o.Conv != x.it.Conv {
+							continue
+						}
+						if o.ID < x.it.ID && o.ID > wp {
+							wp = o.ID
+						}
+						if o.ID > x.it.ID && (wn == 0 || o.ID < wn) {
+							wn = o.ID
+						}
+					}
+					prev, next, ok := a.Neighbors(x.index, x.it.ID, tc.window)
+					if !ok || prev.ID != wp || next.ID != wn {
+						t.Fatalf("item %d: got %d/%d (ok %v), want %d/%d", x.it.ID, prev.ID, next.ID, ok, wp, wn)
+					}
+					for _, n := range []arena.Neighbor{prev, next} {
+						if n.ID == 0 {
+							continue
+						}
+						if got, ok := a.Item(n.Index); !ok || got.ID != n.ID {
+							t.Fatalf("item %d: neighbour %d's index finds %d (ok %v)", x.it.ID, n.ID, got.ID, ok)
+						}
+					}
+					checked++
+				}
+			}
+			if checked != len(items) {
+				t.Fatalf("checked %d of %d", checked, len(items))
+			}
+		})
+	}
+}
