@@ -22,17 +22,11 @@ func TestNeighbors(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(7, uint64(tc.chunk)))
 			a := arena.New(arena.Options{ChunkItems: tc.chunk, Workers: 1})
-			var items []arena.Item
-			for i := range 300 {
-				user := int64(1 + r.IntN(3))
-				items = append(items, arena.Item{ID: int64(1000 + i), Seq: int64(i + 1), User: user,
-					Conv: user*10 + int64(r.IntN(3)), Terms: []arena.TermID{1}, Tokens: uint32(i)})
-			}
+			swapEvery := 0
 			if tc.swap {
-				for i := 0; i+1 < len(items); i += 7 {
-					items[i].ID, items[i+1].ID = items[i+1].ID, items[i].ID
-				}
+				swapEvery = 7
 			}
+			items := conversations(r, 300, 3, swapEvery)
 			a.Add(items...)
 			want := func(it arena.Item) (p, n int64) {
 				for _, o := range items {
@@ -92,15 +86,7 @@ func TestNeighborsWindow(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(11, uint64(tc.chunk*100+tc.window)))
 			a := arena.New(arena.Options{ChunkItems: tc.chunk, Workers: 1})
-			var items []arena.Item
-			for i := range 400 {
-				user := int64(1 + r.IntN(3))
-				items = append(items, arena.Item{ID: int64(1000 + i), Seq: int64(i + 1), User: user,
-					Conv: user*10 + int64(r.IntN(4)), Terms: []arena.TermID{1}, Tokens: uint32(i)})
-			}
-			for i := 0; i+1 < len(items); i += 5 {
-				items[i].ID, items[i+1].ID = items[i+1].ID, items[i].ID
-			}
+			items := conversations(r, 400, 4, 5)
 			a.Add(items...)
 			// Each walks the users one after another, each in arrival order.
 			type placed struct {
@@ -148,4 +134,20 @@ func TestNeighborsWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// conversations are n items of three users, each in one of its convs
+// conversations at random, arriving in id order but for every swapEvery-th
+// pair (0: none), which arrives in reverse.
+func conversations(r *rand.Rand, n, convs, swapEvery int) []arena.Item {
+	var items []arena.Item
+	for i := range n {
+		user := int64(1 + r.IntN(3))
+		items = append(items, arena.Item{ID: int64(1000 + i), Seq: int64(i + 1), User: user,
+			Conv: user*10 + int64(r.IntN(convs)), Terms: []arena.TermID{1}, Tokens: uint32(i)})
+	}
+	for i := 0; swapEvery > 0 && i+1 < len(items); i += swapEvery {
+		items[i].ID, items[i+1].ID = items[i+1].ID, items[i].ID
+	}
+	return items
 }
