@@ -36,6 +36,14 @@ type Timing struct {
 	Gaps []time.Duration
 	// Events is how many SSE events arrived.
 	Events int
+	// Arrived is when each SSE event was complete, and ReplyID the first
+	// "id" its first event holds (the reply's, as the provider made it):
+	// with the provider's own send times, where each gap came from.
+	Arrived []time.Time
+	ReplyID string
+	// Sent is when the fake provider began to write each of those events,
+	// where the caller looked them up (rig.sentTimes); nil otherwise.
+	Sent []time.Time
 	// FrameItems and FrameTokens are the frame figures Perpetuity reported
 	// (response headers; 0 without recall).
 	FrameItems, FrameTokens int
@@ -97,6 +105,22 @@ func (e Endpoint) Call(ctx context.Context, c *http.Client, body []byte, stream 
 	return st, err
 }
 
+// firstID is the value of the first "id" member in an event's data: a
+// chat chunk's own id, or the message's in Anthropic's message_start.
+func firstID(data []byte) string {
+	const key = `"id":"`
+	i := bytes.Index(data, []byte(key))
+	if i < 0 {
+		return ""
+	}
+	rest := data[i+len(key):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return ""
+	}
+	return string(rest[:end])
+}
+
 // readStream times each SSE event as it completes (its blank line).
 func readStream(r io.Reader, start time.Time) (Timing, error) {
 	var t Timing
@@ -113,10 +137,12 @@ func readStream(r io.Reader, start time.Time) (Timing, error) {
 				now := time.Now()
 				if t.Events == 0 {
 					t.TTFB = now.Sub(start)
+					t.ReplyID = firstID(data)
 				} else {
 					t.Gaps = append(t.Gaps, now.Sub(last))
 				}
 				last = now
+				t.Arrived = append(t.Arrived, now)
 				t.Events++
 				if bytes.Equal(data, []byte("[DONE]")) || bytes.Contains(data, []byte(`"message_stop"`)) {
 					done = true

@@ -171,6 +171,10 @@ func (r *Report) pass(m *mdw) {
 		m.p("")
 		m.p("%s", l)
 	}
+	if l := chunkTailLine(p.GapTail); l != "" {
+		m.p("")
+		m.p("%s", l)
+	}
 	if p.Failed > 0 {
 		m.p("%d pairs were dropped because a request failed (at most one in a hundred is tolerated).", p.Failed)
 	}

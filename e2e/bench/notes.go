@@ -76,6 +76,9 @@ func (r *Report) notes(m *mdw) {
 		m.p("hop that reads and flushes each event, whatever it does besides. The p99 of the gaps is")
 		m.p("dominated by timer and scheduling jitter on two shared cores: the direct side's own gap p99 is %s ms for", ms(p.Gap.Base.P99))
 		m.p("events paced %s apart, and one late wake-up of the relay, or of the client, moves the p99 by hundreds of µs.", p.ChunkDelay)
+		if l := chunkTailShares(p.GapTail); l != "" {
+			m.p("%s", l)
+		}
 		m.p("")
 	}
 	if has("pipe", "mem") {

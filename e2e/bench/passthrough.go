@@ -20,6 +20,9 @@ type PassResult struct {
 	Gap         Paired // streaming: time between consecutive events
 	// TTFBTail splits the slowest proxied first events (streamtail.go).
 	TTFBTail StreamTail
+	// GapTail splits the slowest gaps by the provider's send times
+	// (chunktail.go).
+	GapTail ChunkTail
 	// Hop and HopTTFB are the same comparisons for the plainest Go proxy
 	// (hop.go) in place of Perpetuity: the share of the added time any
 	// proxy in Go costs on this machine.
@@ -126,7 +129,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 	sides := [2]Endpoint{r.direct(), r.proxied(t.Key, proxy.HeaderRecall, "off", proxy.HeaderCapture, "off")}
 	live := "What did we decide about the Thursday meeting with the design team?"
 	plain := r.caller(sides, chatBody(live, false), false)
-	stream := r.caller(sides, chatBody(live, true), true)
+	stream := r.sentTimes(r.caller(sides, chatBody(live, true), true))
 	// Concurrent requests are concurrent conversations: requests of one
 	// conversation follow each other (each needs the previous reply).
 	convs := make([]Endpoint, cfg.Concurrency)
@@ -143,7 +146,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 	res := &PassResult{Concurrency: cfg.Concurrency, Chunks: cfg.Chunks, ChunkDelay: cfg.ChunkDelay, StreamConcurrency: cfg.StreamConcurrency}
 	hopSides := [2]Endpoint{r.direct(), r.viaHop()}
 	hopPlain := r.caller(hopSides, chatBody(live, false), false)
-	hopStream := r.caller(hopSides, chatBody(live, true), true)
+	hopStream := r.sentTimes(r.caller(hopSides, chatBody(live, true), true))
 
 	peer := newPeerRun(ctx, r, live, cfg, lg)
 	defer peer.close()
@@ -165,6 +168,8 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 	var hopGap [][2][]time.Duration
 	var meanAdded, hopMeanAdded []time.Duration
 	var streams [][]streamPair
+	var chunks [][2][]streamTrace
+	var hopChunks [][]streamTrace
 	for round := range cfg.Rounds {
 		lg.printf("pass-through: round %d/%d", round+1, cfg.Rounds)
 		b, s, f, err := Interleave(ctx, 1, cfg.PassPairs, plain)
@@ -189,6 +194,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		res.Failed += f
 		ttfb = append(ttfb, [2][]time.Duration{ttfbs(b), ttfbs(s)})
 		streams = append(streams, pairStreams(b, s))
+		chunks = append(chunks, [2][]streamTrace{chunkTraces(b), chunkTraces(s)})
 		gap = append(gap, [2][]time.Duration{gaps(b), gaps(s)})
 		if a, ev := meanGapAdded(b, s); ev > 1 {
 			meanAdded, res.Events = append(meanAdded, a), ev
@@ -206,6 +212,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 		res.Failed += f
 		hopTTFB = append(hopTTFB, [2][]time.Duration{ttfbs(b), ttfbs(s)})
 		hopGap = append(hopGap, [2][]time.Duration{gaps(b), gaps(s)})
+		hopChunks = append(hopChunks, chunkTraces(s))
 		if a, ev := meanGapAdded(b, s); ev > 1 {
 			hopMeanAdded = append(hopMeanAdded, a)
 		}
@@ -216,6 +223,7 @@ func runPassThrough(ctx context.Context, r *rig, db *store.DB, t *Tenant, cfg Co
 	res.Hop, res.HopTTFB, res.HopGap = Pair(hop), Pair(hopTTFB), Pair(hopGap)
 	res.HopGapMeanAdded = Median(hopMeanAdded)
 	res.TTFBTail = streamTailOf(streams)
+	res.GapTail = chunkTailOf(chunks, hopChunks)
 	res.GapMeanAdded = Median(meanAdded)
 
 	res.Breakdown = bd.result()

@@ -49,7 +49,7 @@ func TestSmokeRun(t *testing.T) {
 		"## 1. Pass-through overhead", "| non-streaming, concurrency 1 |", "| streaming: time to first event |",
 		"| *plain Go proxy*, streaming: gap between events |", "; through the plain Go proxy ",
 		"ms; plain Go proxy adds ", "µs; plain Go proxy adds ",
-		"| conversation upsert |", "slowest proxied first events (each round's p99 and beyond)", "By the proxy's Server-Timing: its handling until it began to forward the request",
+		"| conversation upsert |", "slowest proxied first events (each round's p99 and beyond)", "slowest gaps through Perpetuity (each round's p99 and beyond)", "through the plain Go proxy p50 ", "By the proxy's Server-Timing: its handling until it began to forward the request",
 		"### Beside the Portkey gateway", "not measured in smoke mode", "| Bifrost | 0.44-0.62 |",
 		"## 2. Full pipeline overhead", "| 300 items |", "| 300 items, v3 |", "| 300 items, v3, provider answers in 20.0 ms |",
 		"## 2b. Cost curve", "](BENCHMARKS-cost.svg)", "| 300 | **", "| 600 | **", "c=64 req/s",

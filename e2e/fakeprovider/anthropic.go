@@ -166,7 +166,7 @@ func (x *exchange) anthropicStream(pl *plan) {
 	id := pl.gen.messageID()
 	toolIDs := pl.toolUseIDs()
 	reqID := x.gen.anthropicReq()
-	s := x.startStream(pl, map[string]string{
+	s := x.startStream(pl, id, map[string]string{
 		"request-id":                reqID,
 		"anthropic-organization-id": anthropicOrgID,
 		"Cache-Control":             "no-cache",

@@ -178,7 +178,7 @@ func (x *exchange) chatStream(pl *plan, req *request) {
 		}
 	}
 	reqID := x.gen.openaiReq()
-	s := x.startStream(pl, x.openaiHeaders(reqID))
+	s := x.startStream(pl, id, x.openaiHeaders(reqID))
 
 	chunk := func(choices []chunkChoice, usage json.RawMessage) []byte {
 		c := chatChunk{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,12 @@ type Recorded struct {
 	// noticed.
 	Canceled   bool
 	CanceledAt time.Time
+	// ReplyID is the id a streamed reply carries in its events (chat
+	// completion, message or response id), and Sent when the provider
+	// began to write each of its events: what the provider did, to set
+	// beside what a client read (the bench's per-chunk trace).
+	ReplyID string
+	Sent    []time.Time
 }
 
 // Option configures a Provider.
@@ -69,11 +76,13 @@ type Provider struct {
 	def      func(Recorded) Reply
 	canceled int
 	changed  chan struct{} // closed and replaced on every record or cancel
+	// byReply finds a streamed reply's record by its ReplyID.
+	byReply map[string]*Recorded
 }
 
 // New returns a Provider that answers every request with the default reply.
 func New(opts ...Option) *Provider {
-	p := &Provider{seed: 1, created: DefaultCreated, changed: make(chan struct{})}
+	p := &Provider{seed: 1, created: DefaultCreated, changed: make(chan struct{}), byReply: map[string]*Recorded{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -89,8 +98,21 @@ func (p *Provider) Requests() []Recorded {
 	for i, r := range p.records {
 		out[i] = *r
 		out[i].Header = r.Header.Clone()
+		out[i].Sent = slices.Clone(r.Sent)
 	}
 	return out
+}
+
+// SentTimes is when the provider began to write each event of the
+// streamed reply with id replyID, in order; nil for an id it did not
+// stream since it was made or last Reset.
+func (p *Provider) SentTimes(replyID string) []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.byReply[replyID]; ok {
+		return slices.Clone(r.Sent)
+	}
+	return nil
 }
 
 // Reset forgets recorded requests, cancellations and scripted replies, and
@@ -99,6 +121,7 @@ func (p *Provider) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.records = nil
+	p.byReply = map[string]*Recorded{}
 	p.script = nil
 	p.canceled = 0
 	p.gen = idGen{state: p.seed}
@@ -181,6 +204,23 @@ func (p *Provider) begin(r *http.Request, body []byte, dialect string) (*Recorde
 	p.records = append(p.records, rec)
 	p.notifyLocked()
 	return rec, &idGen{state: p.gen.u64()}
+}
+
+// streaming notes that rec is answered with a stream carrying replyID.
+func (p *Provider) streaming(rec *Recorded, replyID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rec.ReplyID = replyID
+	p.byReply[replyID] = rec
+}
+
+// sending notes that one of rec's streamed events is about to be written:
+// before the write, so that a client never reads an event whose time is
+// not noted yet.
+func (p *Provider) sending(rec *Recorded, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rec.Sent = append(rec.Sent, at)
 }
 
 func (p *Provider) markCanceled(rec *Recorded) {

@@ -407,3 +407,86 @@ func TestConcurrentRequests(t *testing.T) {
 		t.Fatalf("%d requests recorded, want %d", got, n)
 	}
 }
+
+// TestSentTimes: a streamed reply's record holds the id its events carry
+// and, for each event in order, when the provider began to write it, which
+// no event reached the client before; the id finds them, until a Reset.
+func TestSentTimes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, path, body string
+		header           map[string]string
+		idOf             func(first sse.Event) string
+	}{
+		{"chat", "/v1/chat/completions", chatBody, openaiAuth, func(ev sse.Event) string {
+			var c struct{ ID string }
+			_ = json.Unmarshal(ev.Data, &c)
+			return c.ID
+		}},
+		{"messages", "/v1/messages", anthropicBody, anthropicAuth, func(ev sse.Event) string {
+			var m struct{ Message struct{ ID string } }
+			_ = json.Unmarshal(ev.Data, &m)
+			return m.Message.ID
+		}},
+		{"responses", "/v1/responses", responsesBody, openaiAuth, func(ev sse.Event) string {
+			var r struct{ Response struct{ ID string } }
+			_ = json.Unmarshal(ev.Data, &r)
+			return r.Response.ID
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := New()
+			p.SetDefault(func(Recorded) Reply { return Reply{Text: "one two three four", ChunkDelay: time.Millisecond} })
+			srv := httptest.NewServer(p)
+			defer srv.Close()
+			req, err := http.NewRequest(http.MethodPost, srv.URL+tt.path, strings.NewReader(strings.Replace(tt.body, "%s", `,"stream":true`, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			// Each event's arrival, as a client reads them one by one.
+			var evs []sse.Event
+			var arrived []time.Time
+			parser, buf := sse.NewParser(), make([]byte, 4096)
+			for {
+				n, err := resp.Body.Read(buf)
+				now := time.Now()
+				for _, ev := range parser.Push(buf[:n]) {
+					evs, arrived = append(evs, ev), append(arrived, now)
+				}
+				if err != nil {
+					break
+				}
+			}
+			id := tt.idOf(evs[0])
+			sent := p.SentTimes(id)
+			if id == "" || len(sent) != len(evs) || len(evs) < 5 {
+				t.Fatalf("reply %q: %d send times for %d events", id, len(sent), len(evs))
+			}
+			for k := range sent {
+				if k > 0 && !sent[k].After(sent[k-1]) {
+					t.Errorf("event %d noted at %v, not after event %d's %v", k, sent[k], k-1, sent[k-1])
+				}
+				if arrived[k].Before(sent[k]) {
+					t.Errorf("event %d arrived %v before it was noted as sent", k, sent[k].Sub(arrived[k]))
+				}
+			}
+			if recs := p.Requests(); len(recs) != 1 || recs[0].ReplyID != id || !slices.Equal(recs[0].Sent, sent) {
+				t.Errorf("the record does not hold the reply's id and send times: %q, %d", recs[0].ReplyID, len(recs[0].Sent))
+			}
+			p.Reset()
+			if p.SentTimes(id) != nil {
+				t.Error("send times outlived a Reset")
+			}
+		})
+	}
+}

@@ -270,7 +270,7 @@ func (x *exchange) responsesJSON(pl *plan, req *request) {
 func (x *exchange) responsesStream(pl *plan, req *request) {
 	rp := newResponsesPlan(pl)
 	reqID := x.gen.openaiReq()
-	s := x.startStream(pl, x.openaiHeaders(reqID))
+	s := x.startStream(pl, rp.id, x.openaiHeaders(reqID))
 	seq := 0
 	emit := func(name string, v any) bool {
 		ok := s.send(name, marshal(v, ""))

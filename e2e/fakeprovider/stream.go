@@ -2,6 +2,7 @@ package fakeprovider
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/perpetuity/perpetuity/proxy/sse"
 )
@@ -17,7 +18,8 @@ type streamer struct {
 	stopped bool
 }
 
-func (x *exchange) startStream(pl *plan, headers map[string]string) *streamer {
+func (x *exchange) startStream(pl *plan, replyID string, headers map[string]string) *streamer {
+	x.p.streaming(x.rec, replyID)
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	for k, v := range headers {
@@ -38,6 +40,7 @@ func (s *streamer) send(name string, data []byte) bool {
 		s.stopped = true
 		return false
 	}
+	s.x.p.sending(s.x.rec, time.Now())
 	if err := sse.Write(s.x.w, sse.Event{Event: name, Data: data}); err != nil {
 		s.stopped = true
 		return false
