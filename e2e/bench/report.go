@@ -72,7 +72,12 @@ func id(key string, t Target) Target {
 func durTarget(sec, what string, got, limit time.Duration, baseline string) Target {
 	t := Target{Section: sec, What: what, Measured: ms(got) + " ms", Baseline: baseline, Met: got <= limit}
 	if !t.Met {
-		t.Miss = fmt.Sprintf("missed by %s ms (%.1fx the target)", ms(got-limit), float64(got)/float64(limit))
+		by := ms(got-limit) + " ms"
+		if got-limit < 10*time.Microsecond {
+			// A miss below the millisecond's third decimal would read "0.000 ms".
+			by = us(got-limit) + " µs"
+		}
+		t.Miss = fmt.Sprintf("missed by %s (%.1fx the target)", by, float64(got)/float64(limit))
 	}
 	return t
 }
