@@ -12,7 +12,7 @@ import (
 // reads them, and a gap is two things: how far apart the provider sent the
 // two events (its pacing, a timer on the same shared cores) and how much
 // longer the second took to reach the client than the first (the hops, the
-// relay). The fake provider notes when it flushed each event
+// relay). The fake provider notes when it began to write each event
 // (fakeprovider.Recorded.Sent), so each round's slowest gaps, on each side,
 // are split into the two and set beside its middle ones.
 
