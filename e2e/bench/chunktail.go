@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -117,13 +115,8 @@ func chunkTailOf(rounds [][2][]streamTrace, hop [][]streamTrace) ChunkTail {
 func chunkSideOf(rounds [][]gapTrace) ChunkSide {
 	var slow, middle []gapTrace
 	for _, r := range rounds {
-		if len(r) == 0 {
-			continue
-		}
-		s := slices.SortedFunc(slices.Values(r), func(a, b gapTrace) int { return cmp.Compare(a.gap, b.gap) })
-		top := rank(len(s), 0.99)
-		slow = append(slow, s[top:]...)
-		middle = append(middle, s[min(rank(len(s), 0.45), top):min(rank(len(s), 0.55)+1, top)]...)
+		s, m := slowAndMiddle(r, func(g gapTrace) time.Duration { return g.gap })
+		slow, middle = append(slow, s...), append(middle, m...)
 	}
 	return ChunkSide{Slow: meanGaps(slow), Middle: meanGaps(middle)}
 }

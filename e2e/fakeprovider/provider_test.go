@@ -20,7 +20,20 @@ import (
 
 func post(t *testing.T, url, body string, header map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	resp := send(t, http.MethodPost, url, body, header)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return resp, b
+}
+
+// send makes a request with header and returns the response, its body
+// unread.
+func send(t *testing.T, method, url, body string, header map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,12 +44,7 @@ func post(t *testing.T, url, body string, header map[string]string) (*http.Respo
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	return resp, b
+	return resp
 }
 
 var (
@@ -86,14 +94,7 @@ func TestRejections(t *testing.T) {
 			p.Script(Reply{Text: "scripted"})
 			srv := httptest.NewServer(p)
 			defer srv.Close()
-			req, _ := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
-			for k, v := range tt.header {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := send(t, tt.method, srv.URL+tt.path, tt.body, tt.header)
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != tt.status || !strings.Contains(string(body), tt.want) {
@@ -441,17 +442,7 @@ func TestSentTimes(t *testing.T) {
 			p.SetDefault(func(Recorded) Reply { return Reply{Text: "one two three four", ChunkDelay: time.Millisecond} })
 			srv := httptest.NewServer(p)
 			defer srv.Close()
-			req, err := http.NewRequest(http.MethodPost, srv.URL+tt.path, strings.NewReader(strings.Replace(tt.body, "%s", `,"stream":true`, 1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k, v := range tt.header {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := send(t, http.MethodPost, srv.URL+tt.path, strings.Replace(tt.body, "%s", `,"stream":true`, 1), tt.header)
 			defer resp.Body.Close()
 			// Each event's arrival, as a client reads them one by one.
 			var evs []sse.Event
