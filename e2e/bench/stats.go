@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -33,6 +34,19 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 // rank is the index Percentile p takes among n sorted samples.
 func rank(n int, p float64) int {
 	return max(0, min(n-1, int(float64(n)*p+0.999999)-1))
+}
+
+// slowAndMiddle sorts a round by key and returns its samples at or beyond
+// the p99 and its middle ones (45th to 55th percentile). In a round of a
+// few samples the ranks meet: the middle stops short of the slow ones
+// rather than count them twice.
+func slowAndMiddle[T any](r []T, key func(T) time.Duration) (slow, middle []T) {
+	if len(r) == 0 {
+		return nil, nil
+	}
+	s := slices.SortedFunc(slices.Values(r), func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	top := rank(len(s), 0.99)
+	return s[top:], s[min(rank(len(s), 0.45), top):min(rank(len(s), 0.55)+1, top)]
 }
 
 // Median is the median of xs (the lower middle for an even count, so the

@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -51,19 +49,6 @@ func streamTailOf(rounds [][]streamPair) StreamTail {
 		slow, middle = append(slow, s...), append(middle, m...)
 	}
 	return StreamTail{Slow: meanStreams(slow), Middle: meanStreams(middle)}
-}
-
-// slowAndMiddle sorts a round by key and returns its samples at or beyond
-// the p99 and its middle ones (45th to 55th percentile). In a round of a
-// few samples the ranks meet: the middle stops short of the slow ones
-// rather than count them twice.
-func slowAndMiddle[T any](r []T, key func(T) time.Duration) (slow, middle []T) {
-	if len(r) == 0 {
-		return nil, nil
-	}
-	s := slices.SortedFunc(slices.Values(r), func(a, b T) int { return cmp.Compare(key(a), key(b)) })
-	top := rank(len(s), 0.99)
-	return s[top:], s[min(rank(len(s), 0.45), top):min(rank(len(s), 0.55)+1, top)]
 }
 
 func meanStreams(ps []streamPair) StreamGroup {

@@ -83,12 +83,8 @@ type TailStmt struct {
 func tailOf(rounds [][]turnTrace) Tail {
 	var slow, middle []turnTrace
 	for _, r := range rounds {
-		if len(r) == 0 {
-			continue
-		}
-		s := slices.SortedFunc(slices.Values(r), func(a, b turnTrace) int { return cmp.Compare(a.total, b.total) })
-		slow = append(slow, s[rank(len(s), 0.99):]...)
-		middle = append(middle, s[rank(len(s), 0.45):rank(len(s), 0.55)+1]...)
+		s, m := slowAndMiddle(r, func(t turnTrace) time.Duration { return t.total })
+		slow, middle = append(slow, s...), append(middle, m...)
 	}
 	t := Tail{Slow: meanTurn(slow), Middle: meanTurn(middle)}
 	names := map[string]bool{}
